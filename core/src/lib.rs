@@ -1,0 +1,44 @@
+//! # surfcl-core
+//!
+//! The CPU reference of surfcl: SURF (Bay et al. 2006/2008, as in OpenSURF and the seeds of this
+//! project) and Harris interest points, SURF-64 descriptors, brute-force 2-NN matching and
+//! homography-based evaluation, in `no_std` Rust with no allocator.
+//!
+//! ## Layers
+//! - [`image`]: a checked, borrowed 8-bit grayscale image and the size limits.
+//! - [`integral`]: the exact `u32` integral image and clamped box sums.
+//! - [`surf`]: the Fast-Hessian detector: box-filter responses in `f32` or in the 8-bit packed
+//!   format, 3x3x3 non-maximum suppression and sub-pixel/scale interpolation.
+//! - [`describe`]: orientation assignment and SURF-64 descriptors (upright or oriented), Q7.
+//! - [`harris`]: the Harris corner detector (Loundagin 2015).
+//! - [`matcher`]: 2-NN matching with ratio, sign-of-Laplacian and mutual tests, f32 and Q7.
+//! - [`homography`]: projecting points, correct-match tests and repeatability.
+//!
+//! The caller owns every buffer; each operation documents (and has a function for) the size it
+//! needs. The OpenCL kernels of `surfcl-gpu` reproduce this crate: exactly where the arithmetic is
+//! integer (integral image, packed responses, keypoint sample positions), within stated
+//! tolerances elsewhere.
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+mod math;
+
+pub mod describe;
+pub mod harris;
+pub mod homography;
+pub mod image;
+pub mod integral;
+pub mod keypoint;
+pub mod matcher;
+pub mod surf;
+
+pub use image::{GrayImage, ImageError};
+pub use integral::IntegralImage;
+pub use keypoint::{
+    DESCRIPTOR_LEN, Descriptor, DescriptorQ7, Keypoint, KeypointBuffer, KeypointSet, KeypointSink,
+};

@@ -1,0 +1,2 @@
+//! The `surfcl` command-line tool.
+fn main() {}
