@@ -1,5 +1,34 @@
 //! # surfcl-gpu
 //!
-//! The OpenCL pipeline of surfcl and the `surfcl` command-line tool's library side.
+//! The OpenCL pipeline of surfcl and the library side of the `surfcl` command-line tool.
+//!
+//! ## Modules
+//! - [`backend`]: the [`backend::Backend`] seam, the detection parameters and results, and
+//!   [`backend::open_backend`] (OpenCL with a CPU fallback).
+//! - [`cpu`]: the CPU reference backend over `surfcl-core`.
+//! - [`opencl`]: the OpenCL backend (kernels in `kernels/*.cl`) and device listing.
+//! - [`io`]: image and homography file loading with size checks before decoding.
+//! - [`draw`]: annotated PNG output (keypoints, matches).
+//! - [`report`]: the JSON reports of `detect`, `match` and `eval`.
+//! - [`cli`]: the `surfcl` command line (clap).
+//! - [`bench`]: `surfcl bench`.
+//! - [`error`]: the crate's error type.
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod backend;
+pub mod bench;
+pub mod cli;
+pub mod cpu;
+pub mod draw;
+pub mod error;
+pub mod io;
+pub mod opencl;
+pub mod report;
+
+pub use backend::{
+    Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
+    open_backend,
+};
+pub use error::Error;

@@ -1,0 +1,78 @@
+//! The one error type of `surfcl-gpu`: wraps the core's small `Copy` errors, file and decoding
+//! errors (always with the path, so the user knows which file is wrong), OpenCL errors and bad
+//! arguments. The CLI prints it as `error: <message>` and exits with status 1.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the library side of `surfcl`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file exists but is not an image we can read (unknown format, truncated, corrupt).
+    #[error("{}: cannot decode image: {message}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// What the decoder said.
+        message: String,
+    },
+    /// Encoding or saving an output image failed.
+    #[error("{}: cannot write image: {message}", path.display())]
+    Encode {
+        /// The file.
+        path: PathBuf,
+        /// What the encoder said.
+        message: String,
+    },
+    /// A homography file could not be parsed.
+    #[error("{}: invalid homography: {source}", path.display())]
+    HomographyFile {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        #[source]
+        source: surfcl_core::homography::HomographyError,
+    },
+    /// An image (or buffer) was rejected by the core's size checks.
+    #[error("{0}")]
+    Image(#[from] surfcl_core::ImageError),
+    /// A SURF configuration or detection error.
+    #[error("SURF: {0}")]
+    Surf(#[from] surfcl_core::surf::SurfError),
+    /// A descriptor computation error.
+    #[error("descriptor: {0}")]
+    Describe(#[from] surfcl_core::describe::DescribeError),
+    /// A Harris configuration or detection error.
+    #[error("Harris: {0}")]
+    Harris(#[from] surfcl_core::harris::HarrisError),
+    /// A matcher configuration or matching error.
+    #[error("matcher: {0}")]
+    Match(#[from] surfcl_core::matcher::MatchError),
+    /// An OpenCL error.
+    #[error("OpenCL: {0}")]
+    OpenCl(#[from] crate::opencl::OpenClError),
+    /// A command-line argument (or a combination of them) is invalid.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Serialising a report failed.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
