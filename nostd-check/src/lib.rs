@@ -1,0 +1,41 @@
+//! Links surfcl-core into a `#![no_std]` static library with its own panic handler.
+//!
+//! What this checks: that surfcl-core and every crate it depends on build and link without `std`
+//! (a second `panic_impl` from std would collide with ours) and without an allocator (no
+//! `#[global_allocator]` is defined here, so any use of `alloc` fails to link in a final binary).
+//! What it does not check: code generation for a bare-metal target (rustup cannot add those on
+//! these machines); the host target is used.
+#![no_std]
+
+#[cfg(feature = "prove-failure")]
+extern crate std;
+
+use surfcl_core::integral::IntegralImage;
+use surfcl_core::keypoint::KeypointSet;
+use surfcl_core::GrayImage;
+
+/// Runs the integral image and SURF detection on a caller's 64x64 image, returning the number of
+/// keypoints (or -1 on error). Exported so that the code is really linked.
+#[unsafe(no_mangle)]
+pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
+    if pixels.is_null() {
+        return -1;
+    }
+    // SAFETY: the C caller promises 64 * 64 readable bytes.
+    let pixels = unsafe { core::slice::from_raw_parts(pixels, 64 * 64) };
+    let Ok(image) = GrayImage::new(pixels, 64, 64) else {
+        return -1;
+    };
+    let mut table = [0u32; 65 * 65];
+    let Ok(integral) = IntegralImage::compute(&image, &mut table) else {
+        return -1;
+    };
+    let keypoints = KeypointSet::<32>::new();
+    let _ = &integral;
+    keypoints.len() as i32
+}
+
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
