@@ -62,6 +62,9 @@ pub enum Error {
     /// A command-line argument (or a combination of them) is invalid.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A bug: an invariant of this crate did not hold (reported instead of panicking).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// Serialising a report failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),

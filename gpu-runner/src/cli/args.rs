@@ -1,0 +1,262 @@
+//! The command-line arguments (clap derive) shared by the subcommands, and their conversion into
+//! the library's validated parameter types.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use surfcl_core::harris::HarrisConfig;
+use surfcl_core::matcher::MatchConfig;
+use surfcl_core::surf::{Precision, SurfConfig};
+
+use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind};
+use crate::error::Error;
+
+/// Default `--max-keypoints`.
+pub const DEFAULT_MAX_KEYPOINTS: usize = 10_000;
+
+/// `--detector`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DetectorArg {
+    /// SURF (Fast-Hessian blobs, several scales).
+    Surf,
+    /// Harris corners (one scale, SURF-64 descriptor at a fixed scale).
+    Harris,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// OpenCL if a device is available, else the CPU.
+    Auto,
+    /// OpenCL only (error when unavailable).
+    Opencl,
+    /// The CPU reference.
+    Cpu,
+}
+
+/// `--precision` of the SURF response maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrecisionArg {
+    /// 32-bit float responses.
+    F32,
+    /// 8-bit packed responses (4 intervals per 32-bit word), same keypoints.
+    U8,
+}
+
+/// `--descriptor` compared by the matcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DescriptorArg {
+    /// f32 descriptors, L2 distance.
+    F32,
+    /// Q7 (i8) descriptors, integer distance.
+    Q7,
+}
+
+/// Options of detection, shared by `detect`, `match`, `eval` and `bench`.
+#[derive(Debug, Clone, Args)]
+pub struct DetectOptions {
+    /// Interest point detector.
+    #[arg(long, value_enum, default_value = "surf")]
+    pub detector: DetectorArg,
+    /// Where the work runs: OpenCL with CPU fallback (auto), OpenCL only, or the CPU reference.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendArg,
+    /// OpenCL device: an index from `surfcl devices` or a name substring.
+    #[arg(long, env = "SURFCL_DEVICE")]
+    pub device: Option<String>,
+    /// Storage of the SURF response maps (u8: 8-bit packed).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
+    /// Upright SURF: no orientation assignment (faster; not rotation invariant).
+    #[arg(long)]
+    pub upright: bool,
+    /// Detector threshold (SURF: Hessian response in OpenSURF units, default 0.0004; Harris:
+    /// see the Harris defaults).
+    #[arg(long)]
+    pub threshold: Option<f32>,
+    /// Number of SURF octaves (1..=6, default 4).
+    #[arg(long)]
+    pub octaves: Option<u8>,
+    /// Keep at most this many keypoints (the strongest).
+    #[arg(long, default_value_t = DEFAULT_MAX_KEYPOINTS)]
+    pub max_keypoints: usize,
+    /// Print the time of every stage.
+    #[arg(long)]
+    pub profile: bool,
+}
+
+impl DetectOptions {
+    /// The backend choice.
+    pub fn backend_choice(&self) -> BackendChoice {
+        match self.backend {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Opencl => BackendChoice::OpenCl,
+            BackendArg::Cpu => BackendChoice::Cpu,
+        }
+    }
+
+    /// The validated detection parameters (`descriptor` is the matcher's representation).
+    pub fn params(&self, descriptor: DescriptorKind) -> Result<DetectParams, Error> {
+        let mut surf = SurfConfig {
+            precision: match self.precision {
+                PrecisionArg::F32 => Precision::F32,
+                PrecisionArg::U8 => Precision::Packed8,
+            },
+            upright: self.upright,
+            ..SurfConfig::default()
+        };
+        let mut harris = HarrisConfig::default();
+        if let Some(octaves) = self.octaves {
+            surf.octaves = octaves;
+        }
+        let detector = match self.detector {
+            DetectorArg::Surf => DetectorKind::Surf,
+            DetectorArg::Harris => DetectorKind::Harris,
+        };
+        if let Some(t) = self.threshold {
+            match detector {
+                DetectorKind::Surf => surf.threshold = t,
+                DetectorKind::Harris => harris.threshold = t,
+            }
+        }
+        let params = DetectParams {
+            detector,
+            surf,
+            harris,
+            max_keypoints: self.max_keypoints,
+            descriptor,
+        };
+        // Bad option values are usage errors (exit 2), whichever check caught them.
+        params
+            .validate()
+            .map_err(|e| Error::InvalidArgument(format!("invalid detection option: {e}")))?;
+        Ok(params)
+    }
+
+    /// The threshold in effect for the chosen detector.
+    pub fn effective_threshold(params: &DetectParams) -> f32 {
+        match params.detector {
+            DetectorKind::Surf => params.surf.threshold,
+            DetectorKind::Harris => params.harris.threshold,
+        }
+    }
+}
+
+/// Options of matching, shared by `match` and `eval`.
+#[derive(Debug, Clone, Args)]
+pub struct MatchOptions {
+    /// Descriptor representation compared by the matcher.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub descriptor: DescriptorArg,
+    /// Ratio test on distances: keep when nearest < ratio * second nearest (default 0.8).
+    #[arg(long)]
+    pub ratio: Option<f32>,
+    /// Keep only mutual nearest neighbours.
+    #[arg(long)]
+    pub cross_check: bool,
+    /// Reject matches farther than this descriptor distance.
+    #[arg(long)]
+    pub max_distance: Option<f32>,
+    /// Do not require equal signs of the Laplacian.
+    #[arg(long)]
+    pub no_sign_test: bool,
+}
+
+impl MatchOptions {
+    /// The descriptor representation.
+    pub fn descriptor_kind(&self) -> DescriptorKind {
+        match self.descriptor {
+            DescriptorArg::F32 => DescriptorKind::F32,
+            DescriptorArg::Q7 => DescriptorKind::Q7,
+        }
+    }
+
+    /// The validated matcher configuration.
+    pub fn config(&self) -> Result<MatchConfig, Error> {
+        let mut config = MatchConfig::default();
+        if let Some(r) = self.ratio {
+            config.ratio = r;
+        }
+        config.cross_check = self.cross_check;
+        config.sign_test = !self.no_sign_test;
+        if let Some(d) = self.max_distance {
+            config.max_distance = Some(d);
+        }
+        config
+            .validate()
+            .map_err(|e| Error::InvalidArgument(format!("invalid match option: {e}")))?;
+        Ok(config)
+    }
+}
+
+/// Where a JSON report goes: a file, or stdout for `-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonTarget {
+    /// Standard output (then the human summary goes to stderr, so stdout stays valid JSON).
+    Stdout,
+    /// A file.
+    File(PathBuf),
+}
+
+impl JsonTarget {
+    /// Parses `-` or a path.
+    pub fn from_arg(arg: &Option<PathBuf>) -> Option<Self> {
+        arg.as_ref().map(|p| {
+            if p.as_os_str() == "-" {
+                JsonTarget::Stdout
+            } else {
+                JsonTarget::File(p.clone())
+            }
+        })
+    }
+}
+
+/// An image size `WIDTHxHEIGHT` of `--sizes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageSize {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+}
+
+impl std::str::FromStr for ImageSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (w, h) = s
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("`{s}` is not WIDTHxHEIGHT"))?;
+        let parse = |v: &str| {
+            v.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{s}` is not WIDTHxHEIGHT"))
+        };
+        let (width, height) = (parse(w)?, parse(h)?);
+        surfcl_core::image::check_dimensions(width, height).map_err(|e| format!("`{s}`: {e}"))?;
+        Ok(ImageSize { width, height })
+    }
+}
+
+/// The arguments of `surfcl bench`, handed to [`crate::bench::run`].
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Frame sizes to run, comma separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "640x480,1280x960,1920x1080"
+    )]
+    pub sizes: Vec<ImageSize>,
+    /// Frames per size (after one warm-up frame).
+    #[arg(long, default_value_t = 20)]
+    pub frames: usize,
+    /// Write the results as JSON to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Stream frames (overlap upload, compute and download) instead of one frame at a time.
+    #[arg(long)]
+    pub stream: bool,
+    /// Detection options (backend, device, detector, threshold, ...).
+    #[command(flatten)]
+    pub detect: DetectOptions,
+}

@@ -1,0 +1,259 @@
+//! `surfcl devices`, `surfcl detect` and `surfcl match`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::args::{DetectOptions, JsonTarget, MatchOptions};
+use super::eval::correct_flags;
+use crate::backend::{DescriptorKind, Features, open_backend};
+use crate::draw::{self, MatchLine};
+use crate::error::Error;
+use crate::io::{load_gray, load_homography};
+use crate::report::{DetectReport, KeypointJson, MatchReport, matches_json, ratio};
+
+/// `surfcl detect`.
+#[derive(Debug, Clone, Args)]
+pub struct DetectArgs {
+    /// Input image (PNG, PGM/PPM or JPEG).
+    pub image: PathBuf,
+    /// Detection options.
+    #[command(flatten)]
+    pub detect: DetectOptions,
+    /// Write the keypoints and descriptors as JSON to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the image with the keypoints drawn on it to FILE.png.
+    #[arg(long, value_name = "FILE.png")]
+    pub draw: Option<PathBuf>,
+}
+
+/// `surfcl match`.
+#[derive(Debug, Clone, Args)]
+pub struct MatchArgs {
+    /// First (query) image.
+    pub image1: PathBuf,
+    /// Second (train) image.
+    pub image2: PathBuf,
+    /// Detection options (the same for both images).
+    #[command(flatten)]
+    pub detect: DetectOptions,
+    /// Matching options.
+    #[command(flatten)]
+    pub matching: MatchOptions,
+    /// Ground-truth homography from image 1 to image 2 (3x3, Oxford format): counts the
+    /// correct matches (mapped within 3 px).
+    #[arg(long, value_name = "FILE")]
+    pub homography: Option<PathBuf>,
+    /// Write keypoints and matches as JSON to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write both images side by side with the match lines to FILE.png.
+    #[arg(long, value_name = "FILE.png")]
+    pub draw: Option<PathBuf>,
+}
+
+/// Where human-readable output goes: stdout, unless stdout carries the JSON.
+pub(crate) struct Human {
+    to_stderr: bool,
+}
+
+impl Human {
+    pub(crate) fn new(json: Option<&JsonTarget>) -> Self {
+        Self {
+            to_stderr: matches!(json, Some(JsonTarget::Stdout)),
+        }
+    }
+    pub(crate) fn line(&self, text: &str) {
+        // A closed pipe (`surfcl ... | head`) is not worth an error: ignore write failures.
+        if self.to_stderr {
+            let _ = writeln!(std::io::stderr(), "{text}");
+        } else {
+            let _ = writeln!(std::io::stdout(), "{text}");
+        }
+    }
+}
+
+/// Writes a serialisable report to its target.
+pub(crate) fn write_json<T: serde::Serialize>(target: &JsonTarget, value: &T) -> Result<(), Error> {
+    match target {
+        JsonTarget::Stdout => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer(&mut out, value)?;
+            writeln!(out).map_err(|e| Error::io("<stdout>", e))?;
+            out.flush().map_err(|e| Error::io("<stdout>", e))
+        }
+        JsonTarget::File(path) => {
+            let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+            let mut writer = std::io::BufWriter::new(file);
+            serde_json::to_writer(&mut writer, value)?;
+            writeln!(writer).map_err(|e| Error::io(path, e))?;
+            writer.flush().map_err(|e| Error::io(path, e))
+        }
+    }
+}
+
+/// Total of the stage timings, milliseconds.
+pub(crate) fn total_ms(features: &Features) -> f64 {
+    features.timings.iter().map(|t| t.ms).sum()
+}
+
+/// Prints the per-stage table of `--profile`.
+pub(crate) fn print_profile(human: &Human, label: &str, features: &Features) {
+    human.line(&format!("{label}: stage timings"));
+    for t in &features.timings {
+        human.line(&format!("  {:<24} {:>10.3} ms", t.name, t.ms));
+    }
+    human.line(&format!("  {:<24} {:>10.3} ms", "total", total_ms(features)));
+}
+
+/// `surfcl devices`.
+pub(crate) fn devices() -> Result<ExitCode, Error> {
+    match crate::opencl::list_devices() {
+        Ok(list) if list.is_empty() => {
+            println!("no OpenCL device found (the CPU backend, --backend cpu, always works)");
+        }
+        Ok(list) => {
+            println!("{:>5}  {:<12} {:<30} platform", "index", "type", "device");
+            for d in &list {
+                println!("{:>5}  {:<12} {:<30} {}", d.index, d.kind, d.name, d.platform);
+            }
+        }
+        Err(e) => {
+            // Not an error of the tool: the machine has no OpenCL. Say so and how to fix it.
+            println!("no OpenCL device: {e}");
+            println!("the CPU backend (--backend cpu) always works");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn file_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// `surfcl detect`.
+pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
+    let json = JsonTarget::from_arg(&args.json);
+    let human = Human::new(json.as_ref());
+    let params = args.detect.params(DescriptorKind::F32)?;
+    let gray = load_gray(&args.image)?;
+    let mut backend = open_backend(
+        args.detect.backend_choice(),
+        args.detect.device.as_deref(),
+    )?;
+    let features = backend.detect(&gray.view()?, &params)?;
+    human.line(&format!(
+        "{}: {}x{}, {} keypoints ({} dropped), {} on {} ({}), {:.1} ms",
+        file_name(&args.image),
+        features.width,
+        features.height,
+        features.keypoints.len(),
+        features.dropped,
+        params.detector.name(),
+        backend.name(),
+        backend.device(),
+        total_ms(&features)
+    ));
+    if args.detect.profile {
+        print_profile(&human, &file_name(&args.image), &features);
+    }
+    if let Some(path) = &args.draw {
+        draw::save_png(&draw::keypoint_picture(&gray, &features.keypoints), path)?;
+    }
+    if let Some(target) = &json {
+        let report = DetectReport::new(
+            &features,
+            params.detector.name(),
+            backend.name(),
+            &backend.device(),
+        );
+        write_json(target, &report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `surfcl match`.
+pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
+    let json = JsonTarget::from_arg(&args.json);
+    let human = Human::new(json.as_ref());
+    let descriptor = args.matching.descriptor_kind();
+    let params = args.detect.params(descriptor)?;
+    let config = args.matching.config()?;
+    // Read every input before the (possibly slow) work, so that a bad file fails fast.
+    let gray1 = load_gray(&args.image1)?;
+    let gray2 = load_gray(&args.image2)?;
+    let homography = args.homography.as_deref().map(load_homography).transpose()?;
+    let mut backend = open_backend(
+        args.detect.backend_choice(),
+        args.detect.device.as_deref(),
+    )?;
+    let f1 = backend.detect(&gray1.view()?, &params)?;
+    let f2 = backend.detect(&gray2.view()?, &params)?;
+    let start = std::time::Instant::now();
+    let matches = backend.match_features(&f1, &f2, &config, descriptor)?;
+    let match_ms = start.elapsed().as_secs_f64() * 1e3;
+    let flags = homography
+        .as_ref()
+        .map(|h| correct_flags(h, &f1.keypoints, &f2.keypoints, &matches));
+    let correct = flags
+        .as_ref()
+        .map(|f| f.iter().filter(|&&c| c).count());
+    human.line(&format!(
+        "{} keypoints in {}, {} in {}; {} matches ({} descriptors, {:.1} ms) on {} ({})",
+        f1.keypoints.len(),
+        file_name(&args.image1),
+        f2.keypoints.len(),
+        file_name(&args.image2),
+        matches.len(),
+        descriptor.name(),
+        match_ms,
+        backend.name(),
+        backend.device()
+    ));
+    if let Some(c) = correct {
+        human.line(&format!(
+            "correct: {c} / {} (precision {:.3})",
+            matches.len(),
+            ratio(c, matches.len())
+        ));
+    }
+    if args.detect.profile {
+        print_profile(&human, &file_name(&args.image1), &f1);
+        print_profile(&human, &file_name(&args.image2), &f2);
+        human.line(&format!("  {:<24} {:>10.3} ms", "match", match_ms));
+    }
+    if let Some(path) = &args.draw {
+        let lines: Vec<MatchLine> = matches
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let a = f1.keypoints.get(m.query as usize)?;
+                let b = f2.keypoints.get(m.train as usize)?;
+                Some(MatchLine {
+                    from: (a.x, a.y),
+                    to: (b.x, b.y),
+                    correct: flags.as_ref().and_then(|f| f.get(i).copied()),
+                })
+            })
+            .collect();
+        draw::save_png(&draw::match_picture(&gray1, &gray2, &lines), path)?;
+    }
+    if let Some(target) = &json {
+        let report = MatchReport {
+            detector: params.detector.name().into(),
+            backend: backend.name().into(),
+            device: backend.device(),
+            descriptor: descriptor.name().into(),
+            keypoints1: f1.keypoints.iter().map(KeypointJson::from).collect(),
+            keypoints2: f2.keypoints.iter().map(KeypointJson::from).collect(),
+            matches: matches_json(&matches),
+            correct,
+            precision: correct.map(|c| ratio(c, matches.len())),
+        };
+        write_json(target, &report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

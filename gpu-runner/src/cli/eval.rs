@@ -1,0 +1,211 @@
+//! `surfcl eval`: detection and matching quality on an Oxford-layout sequence (Mikolajczyk et
+//! al.): images `img1.*` .. `imgN.*` and ground-truth homographies `H1to2p` .. `H1toNp`. Each pair
+//! 1-K is detected, matched and scored: a match is correct when the homography maps the first
+//! point within 3 px of the second ([`surfcl_core::homography`]), precision = correct / matches,
+//! and repeatability is the core's detector repeatability under the homography.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use surfcl_core::Keypoint;
+use surfcl_core::homography::Homography;
+use surfcl_core::matcher::Match;
+
+use super::args::{DetectOptions, JsonTarget, MatchOptions};
+use super::commands::{Human, write_json};
+use crate::backend::{Features, open_backend};
+use crate::error::Error;
+use crate::io::{load_gray, load_homography};
+use crate::report::{EvalPair, EvalReport, ratio};
+
+/// Image extensions looked for, in this order of preference.
+const EXTENSIONS: [&str; 6] = ["pgm", "png", "ppm", "jpg", "jpeg", "pnm"];
+
+/// Correctness tolerance of a match, pixels (the design's 3 px).
+pub const CORRECT_TOLERANCE_PX: f32 = 3.0;
+
+/// `surfcl eval`.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Folder in the Oxford layout: img1..imgN (PNG, PGM/PPM or JPEG) and H1to2p..H1toNp.
+    pub dir: PathBuf,
+    /// Detection options.
+    #[command(flatten)]
+    pub detect: DetectOptions,
+    /// Matching options.
+    #[command(flatten)]
+    pub matching: MatchOptions,
+    /// Write the table as JSON to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// The images and homographies of an Oxford-layout folder: `(images, homographies)` where
+/// `images[0]` is img1 and `homographies[k]` maps img1 to `images[k + 1]`.
+///
+/// The sequence is img1, img2, ... up to the first missing image; every image after img1 needs
+/// its `H1toKp`.
+pub fn find_oxford_sequence(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    if !dir.is_dir() {
+        return Err(Error::io(
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        ));
+    }
+    let find_image = |k: usize| {
+        EXTENSIONS
+            .iter()
+            .map(|ext| dir.join(format!("img{k}.{ext}")))
+            .find(|p| p.is_file())
+    };
+    let mut images = Vec::new();
+    let mut homographies = Vec::new();
+    for k in 1.. {
+        let Some(image) = find_image(k) else { break };
+        if k > 1 {
+            let h = dir.join(format!("H1to{k}p"));
+            if !h.is_file() {
+                return Err(Error::io(
+                    &h,
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("homography for img{k} missing"),
+                    ),
+                ));
+            }
+            homographies.push(h);
+        }
+        images.push(image);
+    }
+    if images.len() < 2 {
+        return Err(Error::InvalidArgument(format!(
+            "{}: expected img1.* and img2.* (Oxford layout, extensions {})",
+            dir.display(),
+            EXTENSIONS.join("/")
+        )));
+    }
+    Ok((images, homographies))
+}
+
+/// For each match, whether the homography maps the query point within
+/// [`CORRECT_TOLERANCE_PX`] of the train point. Matches with out-of-range indices count as wrong.
+pub fn correct_flags(
+    h: &Homography,
+    query: &[Keypoint],
+    train: &[Keypoint],
+    matches: &[Match],
+) -> Vec<bool> {
+    matches
+        .iter()
+        .map(|m| {
+            match (
+                query.get(m.query as usize),
+                train.get(m.train as usize),
+            ) {
+                (Some(a), Some(b)) => h.is_correct(a, b, CORRECT_TOLERANCE_PX),
+                _ => false,
+            }
+        })
+        .collect()
+}
+
+/// `surfcl eval`.
+pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
+    let json = JsonTarget::from_arg(&args.json);
+    let human = Human::new(json.as_ref());
+    let descriptor = args.matching.descriptor_kind();
+    let params = args.detect.params(descriptor)?;
+    let config = args.matching.config()?;
+    let (images, h_paths) = find_oxford_sequence(&args.dir)?;
+    let homographies = h_paths
+        .iter()
+        .map(|p| load_homography(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut backend = open_backend(
+        args.detect.backend_choice(),
+        args.detect.device.as_deref(),
+    )?;
+
+    let bar = ProgressBar::new(images.len() as u64 + homographies.len() as u64);
+    if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix("eval");
+    let mut detect_one = |path: &Path| -> Result<Features, Error> {
+        bar.set_message(format!("detect {}", path.display()));
+        let gray = load_gray(path)?;
+        let features = backend.detect(&gray.view()?, &params)?;
+        bar.inc(1);
+        Ok(features)
+    };
+    let first = detect_one(&images[0])?;
+    let others = images[1..]
+        .iter()
+        .map(|p| detect_one(p))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut pairs = Vec::new();
+    for (k, (second, h)) in others.iter().zip(&homographies).enumerate() {
+        bar.set_message(format!("match 1-{}", k + 2));
+        let matches = backend.match_features(&first, second, &config, descriptor)?;
+        let correct = correct_flags(h, &first.keypoints, &second.keypoints, &matches)
+            .into_iter()
+            .filter(|&c| c)
+            .count();
+        let repeatability = h.repeatability(
+            &first.keypoints,
+            &second.keypoints,
+            (second.width, second.height),
+        );
+        pairs.push(EvalPair {
+            pair: format!("1-{}", k + 2),
+            keypoints1: first.keypoints.len(),
+            keypoints2: second.keypoints.len(),
+            matches: matches.len(),
+            correct,
+            precision: ratio(correct, matches.len()),
+            repeatability: f64::from(repeatability),
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    human.line(&format!(
+        "{}: {} on {} ({}), threshold {}",
+        args.dir.display(),
+        params.detector.name(),
+        backend.name(),
+        backend.device(),
+        DetectOptions::effective_threshold(&params)
+    ));
+    human.line(&format!(
+        "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9} {:>13}",
+        "pair", "kp1", "kp2", "matches", "correct", "precision", "repeatability"
+    ));
+    for p in &pairs {
+        human.line(&format!(
+            "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9.3} {:>13.3}",
+            p.pair,
+            p.keypoints1,
+            p.keypoints2,
+            p.matches,
+            p.correct,
+            p.precision,
+            p.repeatability
+        ));
+    }
+    if let Some(target) = &json {
+        let report = EvalReport {
+            dir: args.dir.display().to_string(),
+            detector: params.detector.name().into(),
+            backend: backend.name().into(),
+            device: backend.device(),
+            threshold: DetectOptions::effective_threshold(&params),
+            pairs,
+        };
+        write_json(target, &report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,294 @@
+//! The CPU reference backend: `surfcl-core` behind the [`Backend`] trait.
+//!
+//! Detection runs on one thread (the core's reference order); matching splits the queries over
+//! `std::thread::available_parallelism()` threads with the core's range functions, which give
+//! exactly the single-threaded result (see `surfcl_core::matcher`, "Splitting the queries").
+//!
+//! Buffers (integral image, detector scratch, keypoint storage, Q7 copies, match outputs) live in
+//! the struct and only grow: after the first frame of a given size and capacity, nothing is
+//! allocated except the owned vectors of the returned [`Features`].
+
+use std::ops::Range;
+use std::time::Instant;
+
+use surfcl_core::describe::{describe_all, to_q7};
+use surfcl_core::integral::integral_len;
+use surfcl_core::matcher::{
+    Match, MatchConfig, TrainBest, match_range_f32, match_range_q7, merge_train_best,
+    reset_train_best, retain_mutual,
+};
+use surfcl_core::{
+    Descriptor, DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink,
+    harris, surf,
+};
+
+use crate::backend::{
+    Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
+};
+use crate::error::Error;
+
+/// Below this many queries per thread, splitting costs more than it saves.
+const MIN_QUERIES_PER_THREAD: usize = 128;
+
+/// The CPU reference backend.
+#[derive(Debug, Default)]
+pub struct CpuBackend {
+    integral: Vec<u32>,
+    surf_scratch: Vec<u32>,
+    harris_scratch: Vec<u32>,
+    keypoints: Vec<Keypoint>,
+    query_q7: Vec<DescriptorQ7>,
+    train_q7: Vec<DescriptorQ7>,
+    matches: Vec<Match>,
+    train_best: Vec<Vec<TrainBest>>,
+    threads: usize,
+}
+
+impl CpuBackend {
+    /// A backend using all available CPU threads for matching.
+    pub fn new() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::with_threads(threads)
+    }
+
+    /// A backend using at most `threads` threads for matching (at least 1).
+    pub fn with_threads(threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+            ..Self::default()
+        }
+    }
+}
+
+/// Grows `v` to at least `len` elements (never shrinks, so buffers are reused across frames).
+fn ensure_len<T: Clone + Default>(v: &mut Vec<T>, len: usize) {
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+}
+
+/// Milliseconds since `start`.
+fn ms_since(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn device(&self) -> String {
+        format!(
+            "CPU reference ({} thread{} for matching)",
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
+        )
+    }
+
+    fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
+        params.validate()?;
+        let (width, height) = (image.width(), image.height());
+        let mut timings = Vec::with_capacity(3);
+
+        let start = Instant::now();
+        let len = integral_len(width, height)?;
+        ensure_len(&mut self.integral, len);
+        let ii = IntegralImage::compute(image, &mut self.integral[..len])?;
+        timings.push(StageTiming {
+            name: "integral".into(),
+            ms: ms_since(start),
+        });
+
+        let start = Instant::now();
+        ensure_len(&mut self.keypoints, params.max_keypoints);
+        let mut sink = KeypointBuffer::new(&mut self.keypoints[..params.max_keypoints]);
+        let upright = match params.detector {
+            DetectorKind::Surf => {
+                let need = surf::scratch_len(&params.surf, width, height)?;
+                ensure_len(&mut self.surf_scratch, need);
+                surf::detect(&ii, &params.surf, &mut self.surf_scratch[..need], &mut sink)?;
+                params.surf.upright
+            }
+            DetectorKind::Harris => {
+                let need = harris::scratch_len(&params.harris, width, height)?;
+                ensure_len(&mut self.harris_scratch, need);
+                harris::detect(image, &params.harris, &mut self.harris_scratch[..need], &mut sink)?;
+                // Harris corners have no characteristic orientation: described upright at their
+                // fixed scale.
+                true
+            }
+        };
+        sink.sort();
+        let dropped = sink.dropped();
+        let mut keypoints = sink.points().to_vec();
+        timings.push(StageTiming {
+            name: "detect".into(),
+            ms: ms_since(start),
+        });
+
+        let start = Instant::now();
+        let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; keypoints.len()];
+        describe_all(&ii, &mut keypoints, upright, &mut descriptors)?;
+        timings.push(StageTiming {
+            name: if upright { "describe" } else { "orient+describe" }.into(),
+            ms: ms_since(start),
+        });
+
+        Ok(Features {
+            width,
+            height,
+            keypoints,
+            descriptors,
+            dropped,
+            timings,
+        })
+    }
+
+    fn match_features(
+        &mut self,
+        query: &Features,
+        train: &Features,
+        config: &MatchConfig,
+        descriptor: DescriptorKind,
+    ) -> Result<Vec<Match>, Error> {
+        config.validate()?;
+        match descriptor {
+            DescriptorKind::F32 => {
+                let sides = Sides {
+                    query_kps: &query.keypoints,
+                    query_desc: &query.descriptors,
+                    train_kps: &train.keypoints,
+                    train_desc: &train.descriptors,
+                };
+                parallel_match(
+                    sides,
+                    config,
+                    self.threads,
+                    &mut self.matches,
+                    &mut self.train_best,
+                    match_range_f32,
+                )
+            }
+            DescriptorKind::Q7 => {
+                self.query_q7.clear();
+                self.query_q7.extend(query.descriptors.iter().map(to_q7));
+                self.train_q7.clear();
+                self.train_q7.extend(train.descriptors.iter().map(to_q7));
+                let sides = Sides {
+                    query_kps: &query.keypoints,
+                    query_desc: &self.query_q7,
+                    train_kps: &train.keypoints,
+                    train_desc: &self.train_q7,
+                };
+                parallel_match(
+                    sides,
+                    config,
+                    self.threads,
+                    &mut self.matches,
+                    &mut self.train_best,
+                    match_range_q7,
+                )
+            }
+        }
+    }
+}
+
+/// The two sides of a matching call.
+struct Sides<'a, D> {
+    query_kps: &'a [Keypoint],
+    query_desc: &'a [D],
+    train_kps: &'a [Keypoint],
+    train_desc: &'a [D],
+}
+
+/// The signature shared by `match_range_f32` and `match_range_q7`.
+type RangeMatcher<D> = fn(
+    &[Keypoint],
+    &[D],
+    Range<usize>,
+    &[Keypoint],
+    &[D],
+    &MatchConfig,
+    &mut [TrainBest],
+    &mut [Match],
+) -> Result<usize, surfcl_core::matcher::MatchError>;
+
+/// Splits the queries into contiguous ranges, one per thread, each with its own output slice and
+/// (with the mutual check) its own per-train nearest-query slice; merges them afterwards. The
+/// result is identical to one `match_*` call over all queries.
+fn parallel_match<D: Sync>(
+    sides: Sides<'_, D>,
+    config: &MatchConfig,
+    threads: usize,
+    out: &mut Vec<Match>,
+    train_best: &mut Vec<Vec<TrainBest>>,
+    matcher: RangeMatcher<D>,
+) -> Result<Vec<Match>, Error> {
+    let n_query = sides.query_desc.len();
+    let n_train = sides.train_desc.len();
+    let threads = threads
+        .min(n_query / MIN_QUERIES_PER_THREAD)
+        .clamp(1, n_query.max(1));
+    let chunk = n_query.div_ceil(threads).max(1);
+    ensure_len(out, n_query);
+    if train_best.len() < threads {
+        train_best.resize_with(threads, Vec::new);
+    }
+    let best_len = if config.cross_check { n_train } else { 0 };
+    for best in train_best.iter_mut().take(threads) {
+        best.resize(best_len, TrainBest::EMPTY);
+        reset_train_best(best);
+    }
+
+    let results: Vec<Result<usize, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = out[..n_query]
+            .chunks_mut(chunk)
+            .zip(train_best.iter_mut())
+            .enumerate()
+            .map(|(i, (out_chunk, best))| {
+                let range = i * chunk..(i * chunk + out_chunk.len());
+                let sides = &sides;
+                s.spawn(move || {
+                    matcher(
+                        sides.query_kps,
+                        sides.query_desc,
+                        range,
+                        sides.train_kps,
+                        sides.train_desc,
+                        config,
+                        best,
+                        out_chunk,
+                    )
+                    .map_err(Error::from)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                // A panic in a worker would be a core bug; report it as an error, not a crash.
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a matching thread panicked".into())))
+            })
+            .collect()
+    });
+    let counts = results.into_iter().collect::<Result<Vec<usize>, Error>>()?;
+
+    if config.cross_check && counts.len() > 1 {
+        let (first, rest) = train_best.split_at_mut(1);
+        for other in rest.iter().take(counts.len() - 1) {
+            merge_train_best(&mut first[0], other)?;
+        }
+    }
+    let mut matches = Vec::with_capacity(counts.iter().sum());
+    for (i, &count) in counts.iter().enumerate() {
+        let found = &mut out[i * chunk..i * chunk + count];
+        let kept = if config.cross_check {
+            retain_mutual(found, &train_best[0])
+        } else {
+            count
+        };
+        matches.extend_from_slice(&found[..kept]);
+    }
+    Ok(matches)
+}

@@ -1,0 +1,186 @@
+//! Loading input files: images (PNG, PGM/PPM, JPEG) as 8-bit luminance, and homography files.
+//!
+//! Images are checked against the core's size limits
+//! ([`surfcl_core::image::check_dimensions`]) from the header *before* any pixel is decoded, and
+//! the decoder runs under matching [`image::Limits`], so a hostile header cannot make us allocate
+//! gigabytes. Colour is converted here (not by the `image` crate, whose luma uses other weights)
+//! with the coefficients of the design, `Y = 0.299 R + 0.587 G + 0.114 B`, rounded to nearest;
+//! the arithmetic is integer (`(299 R + 587 G + 114 B + 500) / 1000`), so grey pixels stay exactly
+//! as they are. 16-bit images are first reduced to 8 bits by the `image` crate (rounded); alpha is
+//! ignored.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use image::{DynamicImage, ImageReader, Limits};
+use surfcl_core::GrayImage;
+use surfcl_core::homography::Homography;
+use surfcl_core::image::check_dimensions;
+
+use crate::error::Error;
+
+/// An owned 8-bit grayscale image, row-major and tightly packed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedGray {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// `width * height` luminance values.
+    pub pixels: Vec<u8>,
+}
+
+impl OwnedGray {
+    /// Borrows the image as the core's checked [`GrayImage`].
+    pub fn view(&self) -> Result<GrayImage<'_>, Error> {
+        Ok(GrayImage::new(&self.pixels, self.width, self.height)?)
+    }
+}
+
+/// Converts one RGB pixel to luminance, rounded to nearest (integer arithmetic, see module docs).
+#[inline]
+pub fn luminance(r: u8, g: u8, b: u8) -> u8 {
+    let y = (299 * u32::from(r) + 587 * u32::from(g) + 114 * u32::from(b) + 500) / 1000;
+    // 299 + 587 + 114 = 1000, so y <= 255.
+    y as u8
+}
+
+/// Converts a decoded image of any colour type to 8-bit luminance.
+pub fn to_luminance(image: DynamicImage) -> OwnedGray {
+    let (width, height) = (image.width() as usize, image.height() as usize);
+    let pixels = match image {
+        DynamicImage::ImageLuma8(buffer) => buffer.into_raw(),
+        // Grey with alpha, or 16-bit grey: only the bit depth / alpha changes, no colour weights.
+        gray @ (DynamicImage::ImageLumaA8(_)
+        | DynamicImage::ImageLuma16(_)
+        | DynamicImage::ImageLumaA16(_)) => gray.to_luma8().into_raw(),
+        colour => colour
+            .to_rgb8()
+            .pixels()
+            .map(|p| luminance(p[0], p[1], p[2]))
+            .collect(),
+    };
+    OwnedGray {
+        width,
+        height,
+        pixels,
+    }
+}
+
+/// Decoding limits matching the core's: no side above `MAX_DIMENSION`, and no allocation above
+/// what the largest accepted image needs in its widest decoded form (RGBA, 16 bits per channel).
+fn decode_limits() -> Limits {
+    let mut limits = Limits::default();
+    let side = surfcl_core::image::MAX_DIMENSION as u32;
+    limits.max_image_width = Some(side);
+    limits.max_image_height = Some(side);
+    limits.max_alloc = Some(surfcl_core::image::MAX_PIXELS as u64 * 8 + (64 << 20));
+    limits
+}
+
+/// Loads an image file (PNG, PGM/PPM, JPEG; the format is detected from the content) as 8-bit
+/// luminance. Errors name the file and say what is wrong with it: missing, empty, not an image,
+/// too large, truncated or corrupt.
+pub fn load_gray(path: &Path) -> Result<OwnedGray, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    decode_gray(&bytes, path)
+}
+
+/// Decodes an in-memory image file; `path` is only used in error messages.
+pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
+    let decode_error = |message: String| Error::Decode {
+        path: path.to_path_buf(),
+        message,
+    };
+    if bytes.is_empty() {
+        return Err(decode_error("the file is empty".into()));
+    }
+    let guessed = |bytes: &[u8]| {
+        ImageReader::new(Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| decode_error(e.to_string()))
+    };
+    let reader = guessed(bytes)?;
+    if reader.format().is_none() {
+        return Err(decode_error(
+            "not a supported image format (PNG, PGM/PPM or JPEG expected)".into(),
+        ));
+    }
+    // Header only: reject sizes the core cannot process before the decoder allocates anything.
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|e| decode_error(e.to_string()))?;
+    check_dimensions(width as usize, height as usize)
+        .map_err(|e| decode_error(format!("{e}")))?;
+    let mut reader = guessed(bytes)?;
+    reader.limits(decode_limits());
+    let image = reader.decode().map_err(|e| decode_error(e.to_string()))?;
+    Ok(to_luminance(image))
+}
+
+/// Loads a homography file (Oxford format: 3 rows of 3 numbers) with the core parser.
+pub fn load_homography(path: &Path) -> Result<Homography, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Homography::parse(&text).map_err(|source| Error::HomographyFile {
+        path: PathBuf::from(path),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luminance_weights_and_rounding() {
+        assert_eq!(luminance(0, 0, 0), 0);
+        assert_eq!(luminance(255, 255, 255), 255);
+        for v in 0..=255u8 {
+            assert_eq!(luminance(v, v, v), v);
+        }
+        // 0.299 * 255 = 76.245 -> 76; 0.587 * 255 = 149.685 -> 150; 0.114 * 255 = 29.07 -> 29.
+        assert_eq!(luminance(255, 0, 0), 76);
+        assert_eq!(luminance(0, 255, 0), 150);
+        assert_eq!(luminance(0, 0, 255), 29);
+    }
+
+    #[test]
+    fn png_round_trip_and_colour_conversion() {
+        let mut rgb = image::RgbImage::new(3, 2);
+        rgb.put_pixel(0, 0, image::Rgb([255, 0, 0]));
+        rgb.put_pixel(2, 1, image::Rgb([10, 20, 30]));
+        let mut bytes = Vec::new();
+        DynamicImage::ImageRgb8(rgb)
+            .write_to(&mut Cursor::new(&mut bytes), image::ImageFormat::Png)
+            .unwrap();
+        let gray = decode_gray(&bytes, Path::new("x.png")).unwrap();
+        assert_eq!((gray.width, gray.height), (3, 2));
+        assert_eq!(gray.pixels[0], 76);
+        assert_eq!(gray.pixels[5], luminance(10, 20, 30));
+        assert_eq!(gray.pixels[1], 0);
+    }
+
+    #[test]
+    fn sixteen_bit_grey_is_reduced_with_rounding() {
+        let img = image::ImageBuffer::<image::Luma<u16>, _>::from_raw(2, 1, vec![0u16, 65535])
+            .unwrap();
+        let gray = to_luminance(DynamicImage::ImageLuma16(img));
+        assert_eq!(gray.pixels, vec![0, 255]);
+    }
+
+    #[test]
+    fn bad_inputs_give_clear_errors() {
+        let path = Path::new("bad.png");
+        let msg = |r: Result<OwnedGray, Error>| r.unwrap_err().to_string();
+        assert!(msg(decode_gray(b"", path)).contains("empty"));
+        assert!(msg(decode_gray(b"hello, I am text\n", path)).contains("not a supported"));
+        // A PGM header that declares a size beyond the core's limits is refused before decoding.
+        let huge = b"P5\n20000 20000\n255\n\0\0\0";
+        assert!(msg(decode_gray(huge, path)).contains("too large"));
+        // Truncated PGM: header promises 4x4, body has 3 bytes.
+        let short = b"P5\n4 4\n255\n\0\0\0";
+        assert!(msg(decode_gray(short, path)).contains("bad.png"));
+        let missing = load_gray(Path::new("/nonexistent/surfcl/img.png"));
+        assert!(missing.unwrap_err().to_string().contains("/nonexistent/surfcl/img.png"));
+    }
+}
