@@ -1,0 +1,208 @@
+//! The command line of `surfcl-node`: plain flags (clap) and the ROS-style `--ros-args` section
+//! (`-r from:=to`, `-r __ns:=/robot`, `-r __node:=name`, `-p name:=value`), so that the node can
+//! be started by `ros2 run`/launch files as well as by hand.
+
+use clap::Parser;
+
+use crate::node::NodeConfig;
+use crate::params::NodeParams;
+
+/// `surfcl-node` flags.
+#[derive(Debug, Parser)]
+#[command(
+    name = "surfcl-node",
+    version,
+    about = "ROS 2 node: SURF/Harris keypoints and frame-to-frame matches of sensor_msgs/Image",
+    after_help = "ROS arguments are accepted after --ros-args: -r image:=/camera/image_raw \
+                  -r __ns:=/robot -r __node:=name -p threshold:=0.001 (end them with --).\n\
+                  Parameters: detector, threshold, octaves, upright, max_keypoints, precision, \
+                  descriptor, ratio, cross_check, backend, device, debug_image."
+)]
+pub struct Cli {
+    /// Node name.
+    #[arg(long, default_value = "surfcl_node")]
+    pub name: String,
+    /// Node namespace (absolute).
+    #[arg(long, default_value = "/")]
+    pub namespace: String,
+    /// DDS domain id; default: $ROS_DOMAIN_ID, else 0.
+    #[arg(long)]
+    pub domain_id: Option<u16>,
+    /// History depth of the (best-effort) image subscription.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub image_qos_depth: u32,
+    /// Use every network interface instead of loopback only.
+    #[arg(long)]
+    pub all_interfaces: bool,
+    /// Topic remapping FROM:=TO (repeatable).
+    #[arg(long = "remap", value_name = "FROM:=TO")]
+    pub remaps: Vec<String>,
+    /// Parameter NAME:=VALUE (repeatable).
+    #[arg(long = "param", value_name = "NAME:=VALUE")]
+    pub params: Vec<String>,
+    /// Do not echo log lines on stderr (they still go to /rosout).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn split_assign(s: &str) -> Result<(&str, &str), String> {
+    s.split_once(":=")
+        .filter(|(a, _)| !a.is_empty())
+        .ok_or_else(|| format!("expected NAME:=VALUE, got {s:?}"))
+}
+
+/// Reads `ROS_DOMAIN_ID` as ROS does: unset or empty means 0.
+pub fn domain_from_env(value: Option<&str>) -> Result<u16, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(0),
+        Some(v) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|d| *d <= 232)
+            .ok_or_else(|| format!("ROS_DOMAIN_ID must be an integer in 0..=232, got {v:?}")),
+    }
+}
+
+/// Outcome of parsing: run with a config, or print and exit (help, version).
+#[derive(Debug)]
+pub enum Parsed {
+    /// Start the node.
+    Run(Box<NodeConfig>),
+    /// clap's help/version/usage error: print it and exit with `code`.
+    Exit {
+        /// The text.
+        message: String,
+        /// Exit status.
+        code: i32,
+    },
+}
+
+/// Parses `args` (including the program name), with `ros_domain_id` the value of
+/// `$ROS_DOMAIN_ID`.
+pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
+    let mut plain = Vec::new();
+    let mut remaps = Vec::new();
+    let mut params = Vec::new();
+    let mut in_ros = false;
+    let mut it = args.iter();
+    let fail = |message: String| Parsed::Exit {
+        message: format!("error: {message}"),
+        code: 2,
+    };
+    while let Some(a) = it.next() {
+        match (in_ros, a.as_str()) {
+            (false, "--ros-args") => in_ros = true,
+            (true, "--") => in_ros = false,
+            (true, "--ros-args") => {}
+            (true, "-r" | "--remap") => match it.next() {
+                Some(v) => remaps.push(v.clone()),
+                None => return fail(format!("{a} needs FROM:=TO")),
+            },
+            (true, "-p" | "--param") => match it.next() {
+                Some(v) => params.push(v.clone()),
+                None => return fail(format!("{a} needs NAME:=VALUE")),
+            },
+            // Accepted for compatibility with launch files; the node logs at info level.
+            (true, "--log-level") => {
+                it.next();
+            }
+            (true, other) => return fail(format!("unsupported ROS argument {other:?}")),
+            (false, _) => plain.push(a.clone()),
+        }
+    }
+    let cli = match Cli::try_parse_from(plain) {
+        Ok(c) => c,
+        Err(e) => {
+            return Parsed::Exit {
+                message: e.to_string(),
+                code: e.exit_code(),
+            };
+        }
+    };
+    match build_config(cli, &remaps, &params, ros_domain_id) {
+        Ok(c) => Parsed::Run(Box::new(c)),
+        Err(m) => fail(m),
+    }
+}
+
+fn build_config(
+    cli: Cli,
+    ros_remaps: &[String],
+    ros_params: &[String],
+    ros_domain_id: Option<&str>,
+) -> Result<NodeConfig, String> {
+    let mut config = NodeConfig {
+        node_name: cli.name,
+        namespace: cli.namespace,
+        domain_id: match cli.domain_id {
+            Some(d) => d,
+            None => domain_from_env(ros_domain_id)?,
+        },
+        image_qos_depth: cli.image_qos_depth as usize,
+        all_interfaces: cli.all_interfaces,
+        log_to_stderr: !cli.quiet,
+        ..NodeConfig::default()
+    };
+    for r in cli.remaps.iter().chain(ros_remaps) {
+        let (from, to) = split_assign(r)?;
+        match from {
+            "__ns" => config.namespace = to.to_string(),
+            "__node" | "__name" => config.node_name = to.to_string(),
+            _ => config.remaps.push((from.to_string(), to.to_string())),
+        }
+    }
+    let mut params = NodeParams::default();
+    for p in cli.params.iter().chain(ros_params) {
+        let (name, value) = split_assign(p)?;
+        params.apply_str(name, value)?;
+    }
+    config.params = params;
+    if !config.namespace.starts_with('/') {
+        config.namespace.insert(0, '/');
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn ros_args_section() {
+        let Parsed::Run(c) = parse(
+            &args(
+                "surfcl-node --image-qos-depth 3 --ros-args -r image:=/camera/image_raw \
+                 -r __ns:=/robot -r __node:=feat -p threshold:=0.002 -p upright:=true -- --quiet",
+            ),
+            Some("7"),
+        ) else {
+            panic!("did not parse")
+        };
+        assert_eq!(c.node_name, "feat");
+        assert_eq!(c.namespace, "/robot");
+        assert_eq!(c.remaps, vec![("image".to_string(), "/camera/image_raw".to_string())]);
+        assert_eq!(c.domain_id, 7);
+        assert_eq!(c.image_qos_depth, 3);
+        assert!(!c.log_to_stderr);
+        assert_eq!(c.params.threshold, 0.002);
+        assert!(c.params.upright);
+    }
+
+    #[test]
+    fn flags_and_errors() {
+        let Parsed::Run(c) = parse(&args("n --domain-id 3 --param octaves:=2 --remap a:=b"), Some("9")) else {
+            panic!("did not parse")
+        };
+        assert_eq!((c.domain_id, c.params.octaves), (3, 2));
+        assert_eq!(c.remaps, vec![("a".to_string(), "b".to_string())]);
+        assert!(matches!(parse(&args("n --param octaves:=9"), None), Parsed::Exit { code: 2, .. }));
+        assert!(matches!(parse(&args("n --ros-args -x"), None), Parsed::Exit { code: 2, .. }));
+        assert!(matches!(parse(&args("n"), Some("abc")), Parsed::Exit { code: 2, .. }));
+        let Parsed::Run(c) = parse(&args("n"), Some("")) else { panic!() };
+        assert_eq!(c.domain_id, 0);
+    }
+}

@@ -1,0 +1,262 @@
+//! Checking incoming `sensor_msgs/Image` messages and turning them into 8-bit grayscale.
+//!
+//! Every declared field is checked against the others and against the core's size limits
+//! *before* the node allocates or indexes anything with it: a message that declares
+//! 100000 x 100000 pixels but carries a few bytes is rejected by arithmetic alone.
+//!
+//! Colour is converted with `Y = 0.299 R + 0.587 G + 0.114 B`, rounded half up, computed
+//! exactly in integers as `(299 R + 587 G + 114 B + 500) / 1000`.
+
+use crate::msg::Image;
+
+/// The pixel encodings the node accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// One byte per pixel, gray.
+    Mono8,
+    /// R, G, B.
+    Rgb8,
+    /// B, G, R.
+    Bgr8,
+    /// R, G, B, A.
+    Rgba8,
+    /// B, G, R, A.
+    Bgra8,
+}
+
+impl Encoding {
+    /// Parses a `sensor_msgs/Image` encoding string (exact, as ROS writes them).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "mono8" | "8UC1" => Encoding::Mono8,
+            "rgb8" => Encoding::Rgb8,
+            "bgr8" => Encoding::Bgr8,
+            "rgba8" => Encoding::Rgba8,
+            "bgra8" => Encoding::Bgra8,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per pixel.
+    pub fn bytes_per_pixel(self) -> usize {
+        match self {
+            Encoding::Mono8 => 1,
+            Encoding::Rgb8 | Encoding::Bgr8 => 3,
+            Encoding::Rgba8 | Encoding::Bgra8 => 4,
+        }
+    }
+
+    /// Byte offsets of R, G and B inside one pixel (meaningless for mono8).
+    fn rgb_offsets(self) -> (usize, usize, usize) {
+        match self {
+            Encoding::Rgb8 | Encoding::Rgba8 | Encoding::Mono8 => (0, 1, 2),
+            Encoding::Bgr8 | Encoding::Bgra8 => (2, 1, 0),
+        }
+    }
+}
+
+/// Why an image message was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageMsgError {
+    /// The encoding is not one of mono8, rgb8, bgr8, rgba8, bgra8.
+    #[error("unsupported encoding {0:?} (expected mono8, rgb8, bgr8, rgba8 or bgra8)")]
+    Encoding(String),
+    /// The size is zero or beyond the core's limits.
+    #[error("image {width}x{height}: {reason}")]
+    Size {
+        /// Declared width.
+        width: u32,
+        /// Declared height.
+        height: u32,
+        /// The core's verdict.
+        reason: surfcl_core::ImageError,
+    },
+    /// `step` is smaller than one row of pixels.
+    #[error("step {step} is smaller than width {width} x {bpp} bytes per pixel")]
+    Step {
+        /// Declared step.
+        step: u32,
+        /// Declared width.
+        width: u32,
+        /// Bytes per pixel of the encoding.
+        bpp: usize,
+    },
+    /// `data` does not hold exactly `step * height` bytes.
+    #[error("data has {actual} bytes, step {step} x height {height} requires {expected}")]
+    DataLength {
+        /// Declared step.
+        step: u32,
+        /// Declared height.
+        height: u32,
+        /// `step * height` (saturating).
+        expected: u64,
+        /// `data.len()`.
+        actual: usize,
+    },
+}
+
+/// A message that passed [`validate`]: the facts the conversion relies on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Encoding.
+    pub encoding: Encoding,
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// Bytes per row in the message.
+    pub step: usize,
+}
+
+/// Checks `msg` without allocating: known encoding, size within the core's limits, step covers
+/// a row, and `data.len() == step * height`.
+pub fn validate(msg: &Image) -> Result<Layout, ImageMsgError> {
+    let encoding =
+        Encoding::parse(&msg.encoding).ok_or_else(|| ImageMsgError::Encoding(msg.encoding.clone()))?;
+    let (width, height) = (msg.width as usize, msg.height as usize);
+    surfcl_core::image::check_dimensions(width, height).map_err(|reason| ImageMsgError::Size {
+        width: msg.width,
+        height: msg.height,
+        reason,
+    })?;
+    let bpp = encoding.bytes_per_pixel();
+    // Cannot overflow: width <= MAX_DIMENSION after check_dimensions.
+    if (msg.step as usize) < width * bpp {
+        return Err(ImageMsgError::Step {
+            step: msg.step,
+            width: msg.width,
+            bpp,
+        });
+    }
+    let expected = u64::from(msg.step) * u64::from(msg.height);
+    if expected != msg.data.len() as u64 {
+        return Err(ImageMsgError::DataLength {
+            step: msg.step,
+            height: msg.height,
+            expected,
+            actual: msg.data.len(),
+        });
+    }
+    Ok(Layout {
+        encoding,
+        width,
+        height,
+        step: msg.step as usize,
+    })
+}
+
+/// Luminance of one RGB pixel, `round(0.299 R + 0.587 G + 0.114 B)` computed exactly.
+pub fn luminance(r: u8, g: u8, b: u8) -> u8 {
+    let y = (299 * u32::from(r) + 587 * u32::from(g) + 114 * u32::from(b) + 500) / 1000;
+    // y <= (1000 * 255 + 500) / 1000 = 255.
+    y.min(255) as u8
+}
+
+/// Writes the grayscale version of `data` (laid out as `layout`, as returned by [`validate`] for
+/// the same message) into `out`, resized to `width * height`. `out` is reused between frames so
+/// that steady-state processing does not allocate.
+pub fn to_gray(data: &[u8], layout: &Layout, out: &mut Vec<u8>) {
+    let Layout {
+        encoding,
+        width,
+        height,
+        step,
+    } = *layout;
+    out.clear();
+    out.reserve(width * height);
+    let bpp = encoding.bytes_per_pixel();
+    let (ro, go, bo) = encoding.rgb_offsets();
+    for row in data.chunks_exact(step).take(height) {
+        let row = &row[..width * bpp];
+        if encoding == Encoding::Mono8 {
+            out.extend_from_slice(row);
+        } else {
+            out.extend(
+                row.chunks_exact(bpp)
+                    .map(|p| luminance(p[ro], p[go], p[bo])),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(width: u32, height: u32, encoding: &str, step: u32, len: usize) -> Image {
+        Image {
+            width,
+            height,
+            encoding: encoding.into(),
+            step,
+            data: vec![7; len],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn accepts_each_encoding_with_padding() {
+        for (enc, bpp) in [("mono8", 1), ("rgb8", 3), ("bgr8", 3), ("rgba8", 4), ("bgra8", 4)] {
+            let m = msg(5, 3, enc, 5 * bpp + 2, (5 * bpp as usize + 2) * 3);
+            let layout = validate(&m).unwrap();
+            assert_eq!(layout.encoding.bytes_per_pixel(), bpp as usize);
+            let mut out = Vec::new();
+            to_gray(&m.data, &layout, &mut out);
+            assert_eq!(out, vec![7; 15], "{enc}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(matches!(validate(&msg(4, 4, "mono8", 4, 15)), Err(ImageMsgError::DataLength { .. })));
+        assert!(matches!(validate(&msg(0, 4, "mono8", 0, 0)), Err(ImageMsgError::Size { .. })));
+        assert!(matches!(validate(&msg(4, 0, "mono8", 4, 0)), Err(ImageMsgError::Size { .. })));
+        assert!(matches!(validate(&msg(4, 4, "yuv422", 8, 32)), Err(ImageMsgError::Encoding(_))));
+        assert!(matches!(validate(&msg(4, 4, "rgb8", 11, 44)), Err(ImageMsgError::Step { .. })));
+        assert!(matches!(
+            validate(&msg(100_000, 100_000, "mono8", 100_000, 16)),
+            Err(ImageMsgError::Size { .. })
+        ));
+        // Within the size limits but the data is short: step * height overflows nothing in u64.
+        assert!(matches!(
+            validate(&msg(4000, 4000, "mono8", u32::MAX, 16)),
+            Err(ImageMsgError::Size { .. }) | Err(ImageMsgError::DataLength { .. })
+        ));
+    }
+
+    #[test]
+    fn colour_orders_agree() {
+        let (r, g, b) = (200u8, 100u8, 30u8);
+        let y = luminance(r, g, b);
+        // 0.299*200 + 0.587*100 + 0.114*30 = 59.8 + 58.7 + 3.42 = 121.92
+        assert_eq!(y, 122);
+        let cases: [(&str, Vec<u8>); 4] = [
+            ("rgb8", vec![r, g, b]),
+            ("bgr8", vec![b, g, r]),
+            ("rgba8", vec![r, g, b, 9]),
+            ("bgra8", vec![b, g, r, 9]),
+        ];
+        for (enc, px) in cases {
+            let m = Image {
+                width: 1,
+                height: 1,
+                encoding: enc.into(),
+                step: px.len() as u32,
+                data: px,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            to_gray(&m.data, &validate(&m).unwrap(), &mut out);
+            assert_eq!(out, vec![y], "{enc}");
+        }
+    }
+
+    #[test]
+    fn luminance_extremes() {
+        assert_eq!(luminance(255, 255, 255), 255);
+        assert_eq!(luminance(0, 0, 0), 0);
+        assert_eq!(luminance(255, 0, 0), 76); // 76.245
+        assert_eq!(luminance(0, 255, 0), 150); // 149.685
+        assert_eq!(luminance(0, 0, 255), 29); // 29.07
+    }
+}

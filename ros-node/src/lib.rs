@@ -1,0 +1,26 @@
+//! # surfcl-ros
+//!
+//! The ROS 2 node of surfcl (`surfcl-node`), on the pure-Rust `ros2-client`: it subscribes to
+//! `sensor_msgs/Image`, detects and describes interest points through the surfcl backend seam,
+//! matches each frame against the previous one, and publishes `surfcl_msgs/KeypointArray`,
+//! `surfcl_msgs/MatchArray`, optionally a `debug_image`, and `diagnostics`.
+//!
+//! ## Modules
+//! - [`msg`]: the message structs (CDR field order) and their ROS type names.
+//! - [`convert`]: validation of incoming images and colour-to-gray conversion.
+//! - [`params`]: the ROS parameters, typed and validated.
+//! - [`processor`]: the narrow backend seam the node uses.
+//! - [`node`]: the running node (participant, tasks, processing thread).
+//! - [`args`]: the command line (clap flags and `--ros-args`).
+//! - [`debug`]: the debug picture.
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod args;
+pub mod convert;
+pub mod debug;
+pub mod msg;
+pub mod node;
+pub mod params;
+pub mod processor;

@@ -1,0 +1,186 @@
+//! The ROS 2 messages the node sends and receives, as serde structs.
+//!
+//! ros2-client serialises messages with classic CDR in field declaration order, so each struct
+//! mirrors its `.msg` file field by field (same order, same widths). The DDS type names follow
+//! the ROS 2 convention `pkg::msg::dds_::Type_`, produced by [`MessageTypeName`].
+//! `surfcl_msgs` is defined in `ros-node/msg/` (an ament interface package).
+
+use ros2_client::builtin_interfaces::Time;
+use ros2_client::{Message, MessageTypeName};
+use serde::{Deserialize, Serialize};
+
+/// `std_msgs/Header`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Acquisition time.
+    pub stamp: Time,
+    /// Coordinate frame.
+    pub frame_id: String,
+}
+impl Message for Header {}
+
+impl Default for Header {
+    fn default() -> Self {
+        Self {
+            stamp: Time::ZERO,
+            frame_id: String::new(),
+        }
+    }
+}
+
+/// `sensor_msgs/Image`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Image {
+    /// Stamp and frame of the image.
+    pub header: Header,
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+    /// Pixel encoding (`mono8`, `rgb8`, ...).
+    pub encoding: String,
+    /// Non-zero when multi-byte pixels are big-endian (irrelevant for 8-bit encodings).
+    pub is_bigendian: u8,
+    /// Bytes per row, including any padding.
+    pub step: u32,
+    /// `step * height` bytes. `serde_bytes` makes (de)serialisation a block copy instead of one
+    /// call per byte, which matters for megabyte images.
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+impl Message for Image {}
+
+/// `surfcl_msgs/Keypoint`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct KeypointMsg {
+    /// Sub-pixel column.
+    pub x: f32,
+    /// Sub-pixel row.
+    pub y: f32,
+    /// Scale (SURF sigma, or the fixed Harris descriptor scale).
+    pub scale: f32,
+    /// Orientation in radians, 0 when upright.
+    pub orientation: f32,
+    /// Detector response.
+    pub response: f32,
+    /// Sign of the Laplacian (1, -1, or 0 for Harris).
+    pub laplacian: i8,
+}
+impl Message for KeypointMsg {}
+
+impl From<&surfcl_core::Keypoint> for KeypointMsg {
+    fn from(k: &surfcl_core::Keypoint) -> Self {
+        Self {
+            x: k.x,
+            y: k.y,
+            scale: k.scale,
+            orientation: k.orientation,
+            response: k.response,
+            laplacian: k.laplacian,
+        }
+    }
+}
+
+/// `surfcl_msgs/KeypointArray`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct KeypointArray {
+    /// The input image's header.
+    pub header: Header,
+    /// Keypoints, strongest first.
+    pub keypoints: Vec<KeypointMsg>,
+    /// `keypoints.len() * descriptor_length` floats (empty when Q7 descriptors are sent).
+    pub descriptors: Vec<f32>,
+    /// `keypoints.len() * descriptor_length` Q7 values (empty when f32 descriptors are sent).
+    pub descriptors_q7: Vec<i8>,
+    /// Values per descriptor (64).
+    pub descriptor_length: u32,
+    /// Candidates dropped because `max_keypoints` was reached.
+    pub dropped: u32,
+}
+impl Message for KeypointArray {}
+
+/// `surfcl_msgs/Match`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct MatchMsg {
+    /// Index into the current frame's keypoints.
+    pub query: u32,
+    /// Index into the previous frame's keypoints.
+    pub train: u32,
+    /// Descriptor distance.
+    pub distance: f32,
+}
+impl Message for MatchMsg {}
+
+/// `surfcl_msgs/MatchArray`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MatchArray {
+    /// Header of the current frame.
+    pub header: Header,
+    /// Header of the previous frame the matches refer to.
+    pub previous_header: Header,
+    /// The matches.
+    pub matches: Vec<MatchMsg>,
+}
+impl Message for MatchArray {}
+
+/// `diagnostic_msgs/KeyValue`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct KeyValue {
+    /// Key.
+    pub key: String,
+    /// Value.
+    pub value: String,
+}
+impl Message for KeyValue {}
+
+/// `diagnostic_msgs/DiagnosticStatus`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DiagnosticStatus {
+    /// [`DiagnosticStatus::OK`], `WARN`, `ERROR` or `STALE` (IDL `octet`).
+    pub level: u8,
+    /// Name of the component.
+    pub name: String,
+    /// Human summary.
+    pub message: String,
+    /// Hardware identifier (the backend's device).
+    pub hardware_id: String,
+    /// Values.
+    pub values: Vec<KeyValue>,
+}
+impl Message for DiagnosticStatus {}
+
+impl DiagnosticStatus {
+    /// Level OK.
+    pub const OK: u8 = 0;
+    /// Level WARN.
+    pub const WARN: u8 = 1;
+    /// Level ERROR.
+    pub const ERROR: u8 = 2;
+}
+
+/// `diagnostic_msgs/DiagnosticArray`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DiagnosticArray {
+    /// Time of the report.
+    pub header: Header,
+    /// One status per component.
+    pub status: Vec<DiagnosticStatus>,
+}
+impl Message for DiagnosticArray {}
+
+/// `sensor_msgs/msg/Image`.
+pub fn image_type() -> MessageTypeName {
+    MessageTypeName::new("sensor_msgs", "Image")
+}
+/// `surfcl_msgs/msg/KeypointArray`.
+pub fn keypoint_array_type() -> MessageTypeName {
+    MessageTypeName::new("surfcl_msgs", "KeypointArray")
+}
+/// `surfcl_msgs/msg/MatchArray`.
+pub fn match_array_type() -> MessageTypeName {
+    MessageTypeName::new("surfcl_msgs", "MatchArray")
+}
+/// `diagnostic_msgs/msg/DiagnosticArray`.
+pub fn diagnostic_array_type() -> MessageTypeName {
+    MessageTypeName::new("diagnostic_msgs", "DiagnosticArray")
+}

@@ -1,0 +1,359 @@
+//! The node's ROS parameters: declaration, typed parsing, and validation.
+//!
+//! Every parameter has a fixed type (ROS parameters are typed); a set request with the wrong
+//! type, an unknown enum string, or an out-of-range number is rejected with a reason, which the
+//! standard `set_parameters` service returns to the caller. Accepted values take effect on the
+//! next frame the processing thread starts.
+
+use ros2_client::ParameterValue;
+
+/// Which detector runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detector {
+    /// SURF Fast-Hessian.
+    Surf,
+    /// Harris corners (described with SURF-64 at a fixed scale).
+    Harris,
+}
+
+/// Precision of the SURF response maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// `f32` response maps.
+    F32,
+    /// 8-bit packed response maps.
+    U8,
+}
+
+/// Descriptor representation used for matching and in `KeypointArray`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescriptorRepr {
+    /// `float32[] descriptors`.
+    F32,
+    /// `int8[] descriptors_q7`.
+    Q7,
+}
+
+/// Which compute backend runs detection and matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// OpenCL when available, else the CPU.
+    Auto,
+    /// OpenCL or an error.
+    OpenCl,
+    /// The CPU reference.
+    Cpu,
+}
+
+/// Largest `max_keypoints` (the backend's limit).
+pub const MAX_KEYPOINTS_LIMIT: i64 = 1_000_000;
+
+/// The node's parameters, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeParams {
+    /// `detector`: `surf` | `harris`.
+    pub detector: Detector,
+    /// `threshold`: detector threshold; `0.0` means the detector's default (SURF: 0.0004 in
+    /// OpenSURF units).
+    pub threshold: f64,
+    /// `octaves`: SURF octaves, 1..=6.
+    pub octaves: i64,
+    /// `upright`: skip orientation assignment.
+    pub upright: bool,
+    /// `max_keypoints`: strongest-N capacity, 1..=1000000.
+    pub max_keypoints: i64,
+    /// `precision`: `f32` | `u8` (SURF response maps).
+    pub precision: Precision,
+    /// `descriptor`: `f32` | `q7`.
+    pub descriptor: DescriptorRepr,
+    /// `ratio`: Lowe ratio on distances, in (0, 1].
+    pub ratio: f64,
+    /// `cross_check`: keep only mutual nearest neighbours.
+    pub cross_check: bool,
+    /// `backend`: `auto` | `opencl` | `cpu`.
+    pub backend: BackendKind,
+    /// `device`: OpenCL device index or name substring; empty = default.
+    pub device: String,
+    /// `debug_image`: publish `debug_image` (rgb8 with keypoints and matches drawn).
+    pub debug_image: bool,
+}
+
+impl Default for NodeParams {
+    fn default() -> Self {
+        Self {
+            detector: Detector::Surf,
+            threshold: 0.0,
+            octaves: 4,
+            upright: false,
+            max_keypoints: 2000,
+            precision: Precision::F32,
+            descriptor: DescriptorRepr::F32,
+            ratio: 0.8,
+            cross_check: false,
+            backend: BackendKind::Auto,
+            device: String::new(),
+            debug_image: false,
+        }
+    }
+}
+
+/// Names of all parameters the node declares.
+pub const NAMES: [&str; 12] = [
+    "detector",
+    "threshold",
+    "octaves",
+    "upright",
+    "max_keypoints",
+    "precision",
+    "descriptor",
+    "ratio",
+    "cross_check",
+    "backend",
+    "device",
+    "debug_image",
+];
+
+fn want_string<'a>(name: &str, v: &'a ParameterValue) -> Result<&'a str, String> {
+    match v {
+        ParameterValue::String(s) => Ok(s),
+        other => Err(format!("{name} must be a string, got {other:?}")),
+    }
+}
+fn want_bool(name: &str, v: &ParameterValue) -> Result<bool, String> {
+    match v {
+        ParameterValue::Boolean(b) => Ok(*b),
+        other => Err(format!("{name} must be a boolean, got {other:?}")),
+    }
+}
+fn want_int(name: &str, v: &ParameterValue) -> Result<i64, String> {
+    match v {
+        ParameterValue::Integer(i) => Ok(*i),
+        other => Err(format!("{name} must be an integer, got {other:?}")),
+    }
+}
+fn want_double(name: &str, v: &ParameterValue) -> Result<f64, String> {
+    match v {
+        ParameterValue::Double(d) => Ok(*d),
+        // ROS tools send `1` for a double parameter as an integer; accepting it is what
+        // rclcpp does not do, but it saves users a confusing rejection.
+        ParameterValue::Integer(i) => Ok(*i as f64),
+        other => Err(format!("{name} must be a double, got {other:?}")),
+    }
+}
+
+impl NodeParams {
+    /// The current value of every parameter, for declaration.
+    pub fn to_values(&self) -> Vec<(&'static str, ParameterValue)> {
+        NAMES.iter().filter_map(|n| self.get(n).map(|v| (*n, v))).collect()
+    }
+
+    /// The value of parameter `name`, or `None` when the node has no such parameter.
+    pub fn get(&self, name: &str) -> Option<ParameterValue> {
+        use ParameterValue as V;
+        Some(match name {
+            "detector" => V::String(
+                match self.detector {
+                    Detector::Surf => "surf",
+                    Detector::Harris => "harris",
+                }
+                .into(),
+            ),
+            "threshold" => V::Double(self.threshold),
+            "octaves" => V::Integer(self.octaves),
+            "upright" => V::Boolean(self.upright),
+            "max_keypoints" => V::Integer(self.max_keypoints),
+            "precision" => V::String(
+                match self.precision {
+                    Precision::F32 => "f32",
+                    Precision::U8 => "u8",
+                }
+                .into(),
+            ),
+            "descriptor" => V::String(
+                match self.descriptor {
+                    DescriptorRepr::F32 => "f32",
+                    DescriptorRepr::Q7 => "q7",
+                }
+                .into(),
+            ),
+            "ratio" => V::Double(self.ratio),
+            "cross_check" => V::Boolean(self.cross_check),
+            "backend" => V::String(
+                match self.backend {
+                    BackendKind::Auto => "auto",
+                    BackendKind::OpenCl => "opencl",
+                    BackendKind::Cpu => "cpu",
+                }
+                .into(),
+            ),
+            "device" => V::String(self.device.clone()),
+            "debug_image" => V::Boolean(self.debug_image),
+            _ => return None,
+        })
+    }
+
+    /// Sets parameter `name` to `value` after checking its type and range. On error `self` is
+    /// unchanged and the message says why. Names the node does not own are ignored (`Ok`), so
+    /// that the standard `use_sim_time` passes through.
+    pub fn apply(&mut self, name: &str, value: &ParameterValue) -> Result<(), String> {
+        match name {
+            "detector" => {
+                self.detector = match want_string(name, value)? {
+                    "surf" => Detector::Surf,
+                    "harris" => Detector::Harris,
+                    s => return Err(format!("detector must be surf or harris, got {s:?}")),
+                }
+            }
+            "threshold" => {
+                let t = want_double(name, value)?;
+                if !t.is_finite() || t < 0.0 {
+                    return Err(format!("threshold must be finite and >= 0 (0 = default), got {t}"));
+                }
+                self.threshold = t;
+            }
+            "octaves" => {
+                let o = want_int(name, value)?;
+                if !(1..=6).contains(&o) {
+                    return Err(format!("octaves must be in 1..=6, got {o}"));
+                }
+                self.octaves = o;
+            }
+            "upright" => self.upright = want_bool(name, value)?,
+            "max_keypoints" => {
+                let m = want_int(name, value)?;
+                if !(1..=MAX_KEYPOINTS_LIMIT).contains(&m) {
+                    return Err(format!("max_keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {m}"));
+                }
+                self.max_keypoints = m;
+            }
+            "precision" => {
+                self.precision = match want_string(name, value)? {
+                    "f32" => Precision::F32,
+                    "u8" => Precision::U8,
+                    s => return Err(format!("precision must be f32 or u8, got {s:?}")),
+                }
+            }
+            "descriptor" => {
+                self.descriptor = match want_string(name, value)? {
+                    "f32" => DescriptorRepr::F32,
+                    "q7" => DescriptorRepr::Q7,
+                    s => return Err(format!("descriptor must be f32 or q7, got {s:?}")),
+                }
+            }
+            "ratio" => {
+                let r = want_double(name, value)?;
+                if !(r > 0.0 && r <= 1.0) {
+                    return Err(format!("ratio must be in (0, 1], got {r}"));
+                }
+                self.ratio = r;
+            }
+            "cross_check" => self.cross_check = want_bool(name, value)?,
+            "backend" => {
+                self.backend = match want_string(name, value)? {
+                    "auto" => BackendKind::Auto,
+                    "opencl" => BackendKind::OpenCl,
+                    "cpu" => BackendKind::Cpu,
+                    s => return Err(format!("backend must be auto, opencl or cpu, got {s:?}")),
+                }
+            }
+            "device" => self.device = want_string(name, value)?.to_string(),
+            "debug_image" => self.debug_image = want_bool(name, value)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Parses `text` (from `-p name:=text` on the command line) with the type of parameter
+    /// `name`, then [`NodeParams::apply`]s it.
+    pub fn apply_str(&mut self, name: &str, text: &str) -> Result<(), String> {
+        let current = self
+            .get(name)
+            .ok_or_else(|| format!("unknown parameter {name:?} (known: {})", NAMES.join(", ")))?;
+        let value = match current {
+            ParameterValue::Boolean(_) => match text {
+                "true" | "True" | "1" => ParameterValue::Boolean(true),
+                "false" | "False" | "0" => ParameterValue::Boolean(false),
+                _ => return Err(format!("{name} must be true or false, got {text:?}")),
+            },
+            ParameterValue::Integer(_) => ParameterValue::Integer(
+                text.parse()
+                    .map_err(|e| format!("{name} must be an integer, got {text:?}: {e}"))?,
+            ),
+            ParameterValue::Double(_) => ParameterValue::Double(
+                text.parse()
+                    .map_err(|e| format!("{name} must be a number, got {text:?}: {e}"))?,
+            ),
+            _ => ParameterValue::String(text.to_string()),
+        };
+        self.apply(name, &value)
+    }
+
+    /// Whether switching from `self` to `other` needs a different backend instance.
+    pub fn same_backend(&self, other: &NodeParams) -> bool {
+        self.backend == other.backend && self.device == other.device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_every_parameter() {
+        let p = NodeParams::default();
+        let mut q = NodeParams {
+            detector: Detector::Harris,
+            threshold: 1.0,
+            octaves: 2,
+            upright: true,
+            max_keypoints: 5,
+            precision: Precision::U8,
+            descriptor: DescriptorRepr::Q7,
+            ratio: 0.5,
+            cross_check: true,
+            backend: BackendKind::Cpu,
+            device: "x".into(),
+            debug_image: true,
+        };
+        for (name, value) in p.to_values() {
+            q.apply(name, &value).unwrap();
+        }
+        assert_eq!(p, q);
+        assert_eq!(p.to_values().len(), NAMES.len());
+    }
+
+    #[test]
+    fn rejects_bad_values_with_reason() {
+        let mut p = NodeParams::default();
+        let before = p.clone();
+        for (name, value) in [
+            ("octaves", ParameterValue::Integer(0)),
+            ("octaves", ParameterValue::Integer(7)),
+            ("octaves", ParameterValue::Double(3.0)),
+            ("threshold", ParameterValue::Double(-1.0)),
+            ("threshold", ParameterValue::Double(f64::NAN)),
+            ("ratio", ParameterValue::Double(1.5)),
+            ("ratio", ParameterValue::Double(0.0)),
+            ("max_keypoints", ParameterValue::Integer(0)),
+            ("detector", ParameterValue::String("sift".into())),
+            ("backend", ParameterValue::String("cuda".into())),
+            ("descriptor", ParameterValue::Boolean(true)),
+        ] {
+            let err = p.apply(name, &value).unwrap_err();
+            assert!(err.contains(name), "{err}");
+        }
+        assert_eq!(p, before);
+    }
+
+    #[test]
+    fn command_line_strings_follow_declared_types() {
+        let mut p = NodeParams::default();
+        p.apply_str("threshold", "0.001").unwrap();
+        p.apply_str("octaves", "3").unwrap();
+        p.apply_str("upright", "true").unwrap();
+        p.apply_str("detector", "harris").unwrap();
+        assert_eq!((p.threshold, p.octaves, p.upright, p.detector), (0.001, 3, true, Detector::Harris));
+        assert!(p.apply_str("octaves", "three").is_err());
+        assert!(p.apply_str("nope", "1").is_err());
+    }
+}

@@ -1,0 +1,59 @@
+//! The narrow seam between the node and the compute backend.
+//!
+//! The node only needs "detect and describe one grayscale image" and "match two frames". It
+//! holds a [`Processor`] made by a [`ProcessorFactory`]; the production factory
+//! ([`crate::backend::BackendFactory`]) wraps `surfcl_gpu::backend::open_backend`, and tests can
+//! plug in their own. A factory also vets parameter sets, so that a parameter change the backend
+//! would refuse is rejected when it is set (with the reason) rather than failing frames later.
+
+use surfcl_core::{Descriptor, GrayImage, Keypoint};
+
+use crate::msg::MatchMsg;
+use crate::params::NodeParams;
+
+/// Detection result of one frame.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Detection {
+    /// Image width.
+    pub width: usize,
+    /// Image height.
+    pub height: usize,
+    /// Keypoints, strongest first.
+    pub keypoints: Vec<Keypoint>,
+    /// One unit-length SURF-64 descriptor per keypoint.
+    pub descriptors: Vec<Descriptor>,
+    /// Candidates dropped because `max_keypoints` was reached.
+    pub dropped: usize,
+}
+
+/// Detects, describes and matches. One instance is used by one thread at a time.
+pub trait Processor: Send {
+    /// A human description of the backend and device (for diagnostics).
+    fn describe(&self) -> String;
+    /// Detects and describes the interest points of `image` with `params`.
+    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String>;
+    /// Matches `query` (current frame) against `train` (previous frame).
+    fn match_frames(
+        &mut self,
+        query: &Detection,
+        train: &Detection,
+        params: &NodeParams,
+    ) -> Result<Vec<MatchMsg>, String>;
+}
+
+/// Makes [`Processor`]s and vets parameter sets.
+pub trait ProcessorFactory: Send + Sync {
+    /// Checks that `params` is a configuration the backend accepts (beyond the per-parameter
+    /// range checks of [`NodeParams::apply`]).
+    fn check(&self, params: &NodeParams) -> Result<(), String>;
+    /// Opens the backend chosen by `params.backend` / `params.device`.
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String>;
+}
+
+/// Q7 quantisation of a unit descriptor: `clamp(round(127 f), -127, 127)` (ARCHITECTURE.md).
+pub fn quantise_q7(d: &Descriptor, out: &mut Vec<i8>) {
+    out.extend(d.iter().map(|&f| {
+        let q = (f * 127.0).round().clamp(-127.0, 127.0);
+        q as i8
+    }));
+}
