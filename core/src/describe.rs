@@ -1,1 +1,298 @@
-//! (being written)
+//! Orientation assignment and SURF-64 descriptors (OpenSURF's "Modified SURF"), and Q7 quantisation.
+//!
+//! ## Theory
+//! Orientation (Bay et al. 2008, as OpenSURF `getOrientation`): Haar wavelet responses of size
+//! `4s` (`s = round(scale)`) at the 109 sample points `(i, j) s`, `i^2 + j^2 < 36`, weighted by a
+//! Gaussian of sigma 2.5 (in units of `s`), are summed inside a window of `pi/3` that slides in
+//! steps of 0.15 rad; the orientation is the angle of the longest sum.
+//!
+//! Descriptor (Agrawal et al.'s modification as implemented by OpenSURF `getDescriptor`): a
+//! `24 s` window split into 4x4 overlapping sub-regions of 9x9 samples at spacing `s = scale`,
+//! Haar responses of size `2 round(scale)`, each weighted by a Gaussian (sigma `2.5 s`) centred on
+//! its sub-region and rotated into the keypoint frame; per sub-region
+//! `(sum dx, sum dy, sum |dx|, sum |dy|)` weighted by a Gaussian (sigma 1.5) over the sub-region
+//! grid; unit length. The exact loops are written out in `docs/ARCHITECTURE.md`.
+//!
+//! The Gaussians' constant factors `1 / (2 pi sigma^2)` are left out where they are common to all
+//! samples that end up in one normalised vector (they cancel); the orientation keeps them
+//! (they do not change the angle either).
+//!
+//! ```
+//! use surfcl_core::{GrayImage, IntegralImage, Keypoint};
+//! use surfcl_core::describe::{assign_orientation, describe, to_q7};
+//! use surfcl_core::integral::integral_len;
+//!
+//! // A horizontal intensity ramp: the gradient points along +x, so the orientation is ~0.
+//! let (w, h) = (64, 64);
+//! let pixels: Vec<u8> = (0..w * h).map(|i| (i % w * 3) as u8).collect();
+//! let image = GrayImage::new(&pixels, w, h).unwrap();
+//! let mut table = vec![0u32; integral_len(w, h).unwrap()];
+//! let ii = IntegralImage::compute(&image, &mut table).unwrap();
+//! let mut kp = Keypoint { x: 32.0, y: 32.0, scale: 2.0, ..Keypoint::default() };
+//! assign_orientation(&ii, &mut kp);
+//! assert!(kp.orientation < 0.2 || kp.orientation > 6.1);
+//! let d = describe(&ii, &kp, false);
+//! let norm: f32 = d.iter().map(|v| v * v).sum::<f32>().sqrt();
+//! assert!((norm - 1.0).abs() < 1e-5);
+//! assert!(to_q7(&d).iter().all(|&q| q >= -127));
+//! ```
+
+use core::f32::consts::PI;
+use core::fmt;
+
+use crate::integral::IntegralImage;
+use crate::keypoint::{DESCRIPTOR_LEN, Descriptor, DescriptorQ7, Keypoint};
+use crate::math;
+
+/// Why [`describe_all`] was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescribeError {
+    /// `out` does not have one descriptor per keypoint.
+    OutputLength {
+        /// Number of keypoints.
+        expected: usize,
+        /// Length of `out`.
+        actual: usize,
+    },
+}
+
+impl fmt::Display for DescribeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DescribeError::OutputLength { expected, actual } => write!(
+                f,
+                "descriptor buffer has {actual} entries, one per keypoint ({expected}) required"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for DescribeError {}
+
+/// Haar wavelet in x of (even or odd) size `s` at `(row, col)`: right half minus left half,
+/// `box(row - s/2, col, s, s/2) - box(row - s/2, col - s/2, s, s/2)` (integer, clipped boxes).
+#[inline]
+pub fn haar_x(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
+    let h = s / 2;
+    i64::from(ii.box_sum(row - h, col, s, h)) - i64::from(ii.box_sum(row - h, col - h, s, h))
+}
+
+/// Haar wavelet in y of size `s` at `(row, col)`: lower half minus upper half,
+/// `box(row, col - s/2, s/2, s) - box(row - s/2, col - s/2, s/2, s)`.
+#[inline]
+pub fn haar_y(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
+    let h = s / 2;
+    i64::from(ii.box_sum(row, col - h, h, s)) - i64::from(ii.box_sum(row - h, col - h, h, s))
+}
+
+/// Both Haar wavelets at once; uses unclipped table reads when the `s x s` footprint is inside.
+#[inline]
+fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
+    let h = s / 2;
+    let (w, ht) = (ii.width() as i32, ii.height() as i32);
+    let (r0, c0) = (row - h, col - h);
+    if r0 >= 0 && c0 >= 0 && r0 + s <= ht && c0 + s <= w && s >= 2 {
+        // Fast path: rows r0 .. r0 + s and columns c0 .. c0 + s of the table, all in range.
+        // The right/lower halves start at row/col and end at r0 + s (= row + h when s is even,
+        // row + h + 1 when odd; the formulas' box sizes are h, so use row + h).
+        let t = ii.table();
+        let stride = w as usize + 1;
+        let at = |r: i32, c: i32| i64::from(t[r as usize * stride + c as usize]);
+        let (r1, c1) = (row + h, col + h);
+        let (rs, cs) = (r0 + s, c0 + s);
+        // haar_x: box(r0, col, s, h) - box(r0, c0, s, h)
+        let right = at(rs, c1) - at(r0, c1) - at(rs, col) + at(r0, col);
+        let left = at(rs, col) - at(r0, col) - at(rs, c0) + at(r0, c0);
+        // haar_y: box(row, c0, h, s) - box(r0, c0, h, s)
+        let lower = at(r1, cs) - at(row, cs) - at(r1, c0) + at(row, c0);
+        let upper = at(row, cs) - at(r0, cs) - at(row, c0) + at(r0, c0);
+        ((right - left) as f32, (lower - upper) as f32)
+    } else {
+        (
+            haar_x(ii, row, col, s) as f32,
+            haar_y(ii, row, col, s) as f32,
+        )
+    }
+}
+
+/// `atan2(y, x)` mapped into `[0, 2 pi)`.
+#[inline]
+fn angle(x: f32, y: f32) -> f32 {
+    let a = math::atan2f(y, x);
+    if a < 0.0 {
+        let b = a + 2.0 * PI;
+        // a tiny negative angle rounds up to 2 pi exactly
+        if b >= 2.0 * PI { 0.0 } else { b }
+    } else {
+        a
+    }
+}
+
+/// Number of orientation samples (`i^2 + j^2 < 36` in `[-6, 6]^2`).
+const ORIENTATION_SAMPLES: usize = 109;
+/// Number of orientation windows: `0.15 k < 2 pi` for `k = 0..42`.
+const WINDOWS: usize = 42;
+
+/// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
+pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
+    let s = math::roundf(kp.scale) as i32;
+    let r = math::roundf(kp.y) as i32;
+    let c = math::roundf(kp.x) as i32;
+    // Gaussian of sigma 2.5 over |i|, |j| in 0..=6.
+    let mut g = [[0f32; 7]; 7];
+    let norm = 1.0 / (2.0 * PI * 2.5 * 2.5);
+    for (i, row) in g.iter_mut().enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) * norm;
+        }
+    }
+    let mut res_x = [0f32; ORIENTATION_SAMPLES];
+    let mut res_y = [0f32; ORIENTATION_SAMPLES];
+    let mut ang = [0f32; ORIENTATION_SAMPLES];
+    let mut n = 0;
+    for i in -6i32..=6 {
+        for j in -6i32..=6 {
+            if i * i + j * j < 36 {
+                let w = g[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
+                let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
+                res_x[n] = w * hx;
+                res_y[n] = w * hy;
+                ang[n] = angle(res_x[n], res_y[n]);
+                n += 1;
+            }
+        }
+    }
+    let two_pi = 2.0 * PI;
+    let mut best = 0f32;
+    let mut orientation = 0f32;
+    for k in 0..WINDOWS {
+        let ang1 = k as f32 * 0.15;
+        let ang2 = if ang1 + PI / 3.0 > two_pi {
+            ang1 - 5.0 * PI / 3.0
+        } else {
+            ang1 + PI / 3.0
+        };
+        let (mut sum_x, mut sum_y) = (0f32, 0f32);
+        for idx in 0..n {
+            let a = ang[idx];
+            let inside = if ang1 < ang2 {
+                ang1 < a && a < ang2
+            } else {
+                (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
+            };
+            if inside {
+                sum_x += res_x[idx];
+                sum_y += res_y[idx];
+            }
+        }
+        let len = sum_x * sum_x + sum_y * sum_y;
+        if len > best {
+            best = len;
+            orientation = angle(sum_x, sum_y);
+        }
+    }
+    kp.orientation = orientation;
+}
+
+/// The SURF-64 descriptor of `kp` (oriented by `kp.orientation` unless `upright`), unit length;
+/// all zeros when every Haar response in the window is zero (a flat patch).
+pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+    let mut desc = [0f32; DESCRIPTOR_LEN];
+    let scale = kp.scale;
+    let x = math::roundf(kp.x);
+    let y = math::roundf(kp.y);
+    let (co, si) = if upright {
+        (1.0, 0.0)
+    } else {
+        (math::cosf(kp.orientation), math::sinf(kp.orientation))
+    };
+    let haar_size = 2 * math::roundf(scale) as i32;
+    let sigma1 = 2.5 * scale;
+    let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
+    let mut len = 0f32;
+    let mut count = 0;
+    // Sub-region rows of OpenSURF's loop: i = -12, -7, -2, 3 (samples i..i+9), centre i + 5.
+    for (sub_i, i) in [-12i32, -7, -2, 3].into_iter().enumerate() {
+        let cx = sub_i as f32 + 0.5;
+        for (sub_j, j) in [-12i32, -7, -2, 3].into_iter().enumerate() {
+            let cy = sub_j as f32 + 0.5;
+            let (ix, jx) = ((i + 5) as f32, (j + 5) as f32);
+            let xs = math::roundf(x + (-jx * scale * si + ix * scale * co)) as i32;
+            let ys = math::roundf(y + (jx * scale * co + ix * scale * si)) as i32;
+            let (mut dx, mut dy, mut mdx, mut mdy) = (0f32, 0f32, 0f32, 0f32);
+            for k in i..i + 9 {
+                let kf = k as f32;
+                for l in j..j + 9 {
+                    let lf = l as f32;
+                    let sample_x = math::roundf(x + (-lf * scale * si + kf * scale * co)) as i32;
+                    let sample_y = math::roundf(y + (lf * scale * co + kf * scale * si)) as i32;
+                    let (ddx, ddy) = ((xs - sample_x) as f32, (ys - sample_y) as f32);
+                    let gauss = math::expf(-(ddx * ddx + ddy * ddy) * inv_two_sigma1_sq);
+                    let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
+                    let rrx = gauss * (-rx * si + ry * co);
+                    let rry = gauss * (rx * co + ry * si);
+                    dx += rrx;
+                    dy += rry;
+                    mdx += math::fabsf(rrx);
+                    mdy += math::fabsf(rry);
+                }
+            }
+            let (gx, gy) = (cx - 2.0, cy - 2.0);
+            let gauss2 = math::expf(-(gx * gx + gy * gy) / (2.0 * 1.5 * 1.5));
+            desc[count] = dx * gauss2;
+            desc[count + 1] = dy * gauss2;
+            desc[count + 2] = mdx * gauss2;
+            desc[count + 3] = mdy * gauss2;
+            count += 4;
+            len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * gauss2 * gauss2;
+        }
+    }
+    let len = math::sqrtf(len);
+    if len > 0.0 && len.is_finite() {
+        for v in desc.iter_mut() {
+            *v /= len;
+        }
+    } else {
+        desc = [0.0; DESCRIPTOR_LEN];
+    }
+    desc
+}
+
+/// Describes every keypoint: assigns orientations first (unless `upright`, which sets them to 0),
+/// then writes `out[k]` for `keypoints[k]`. `out` must have exactly one entry per keypoint.
+pub fn describe_all(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [Descriptor],
+) -> Result<(), DescribeError> {
+    if out.len() != keypoints.len() {
+        return Err(DescribeError::OutputLength {
+            expected: keypoints.len(),
+            actual: out.len(),
+        });
+    }
+    for (kp, d) in keypoints.iter_mut().zip(out.iter_mut()) {
+        if upright {
+            kp.orientation = 0.0;
+        } else {
+            assign_orientation(ii, kp);
+        }
+        *d = describe(ii, kp, upright);
+    }
+    Ok(())
+}
+
+/// Quantises a descriptor to Q7: `clamp(round(127 f), -127, 127)` (round half away from zero;
+/// NaN gives 0).
+pub fn to_q7(d: &Descriptor) -> DescriptorQ7 {
+    let mut q = [0i8; DESCRIPTOR_LEN];
+    for (q, &f) in q.iter_mut().zip(d.iter()) {
+        // `as` saturates and maps NaN to 0; the clamp keeps -128 out.
+        *q = math::roundf(127.0 * f).clamp(-127.0, 127.0) as i8;
+    }
+    q
+}
+
+#[cfg(test)]
+mod tests {}

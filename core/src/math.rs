@@ -56,3 +56,7 @@ pub(crate) fn exp(x: f64) -> f64 {
 pub(crate) fn fabs(x: f64) -> f64 {
     libm::fabs(x)
 }
+#[inline]
+pub(crate) fn exp2(x: f64) -> f64 {
+    libm::exp2(x)
+}

@@ -1,0 +1,387 @@
+//! Non-maximum suppression, interpolation and the detection driver.
+//!
+//! The decision for one sample is factored out so that every path takes it the same way:
+//! [`refine_candidate`] gets the 3x3x3 neighbourhood of `f32` responses ([`ResponseCube`]) and
+//! applies the threshold, the strict 26-neighbour maximum test and the Brown-Lowe fit;
+//! [`refine_exact`] first recomputes that neighbourhood from the integral image (what the packed
+//! mode does for each 8-bit candidate, and what a GPU path can call on the candidates it read back).
+
+use super::packed::{PackedCodeTable, PackedResponses};
+use super::response::{Filter, fill_f32_bits, fill_packed, octave_filters};
+use super::{
+    INTERVALS, Precision, SurfConfig, SurfError, filter_size, grid_size, sample_step, scratch_len,
+};
+use crate::integral::IntegralImage;
+use crate::keypoint::{Keypoint, KeypointSink};
+
+/// A sample of an octave's grid in one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SampleSite {
+    /// Octave (0-based).
+    pub octave: u8,
+    /// Interval (a keypoint can only be at 1 or 2).
+    pub interval: u8,
+    /// Column in the octave's sample grid.
+    pub sx: u32,
+    /// Row in the octave's sample grid.
+    pub sy: u32,
+}
+
+/// The 3x3x3 neighbourhood of a sample: `cube[ds][dy][dx]`, `ds = 0` the interval below,
+/// `dy = 0` the row above, `dx = 0` the column to the left; `cube[1][1][1]` is the sample.
+pub type ResponseCube = [[[f32; 3]; 3]; 3];
+
+/// The outcome of the detection decision for one sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Refinement {
+    /// A keypoint (orientation 0; the descriptor stage assigns it).
+    Keypoint(Keypoint),
+    /// Not a valid site: interval not 1 or 2, octave not configured, or inside the border.
+    NotInterior,
+    /// The response is below the threshold.
+    BelowThreshold,
+    /// Some neighbour's response is `>=` the sample's.
+    NotMaximum,
+    /// The Hessian of the fit is singular, or an offset is `>= 0.5` in some dimension.
+    Unstable,
+}
+
+/// Statistics of one [`detect`] call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DetectStats {
+    /// Samples that went to the full 3x3x3 test: in `F32` mode the interior samples at or above
+    /// the threshold; in `Packed8` mode the samples whose code is `>= 1` and `>=` all 26
+    /// neighbours' codes (each of which is then recomputed exactly).
+    pub candidates: usize,
+    /// Strict maxima at or above the threshold.
+    pub maxima: usize,
+    /// Maxima discarded by the interpolation ([`Refinement::Unstable`]).
+    pub discarded: usize,
+    /// Keypoints offered to the sink (`maxima - discarded`).
+    pub offered: usize,
+    /// Keypoints in the sink at the end.
+    pub kept: usize,
+    /// Keypoints the sink dropped because it was full (the weakest ones).
+    pub dropped: usize,
+}
+
+/// The NMS border of `interval` (1 or 2) in `octave`: `(L(o, i + 1) + 1) / (2 step(o))` samples.
+/// A sample is a possible keypoint only when `border < sx < grid_w - border` and likewise for `sy`.
+pub fn nms_border(config: &SurfConfig, octave: u32, interval: u32) -> u32 {
+    let step = sample_step(config, octave).max(1);
+    (filter_size(octave, interval.saturating_add(1)).saturating_add(1)) / step.saturating_mul(2)
+}
+
+/// Whether `(sx, sy)` is strictly inside the border of a `grid_w x grid_h` grid.
+fn inside(sx: u32, sy: u32, border: u32, grid_w: usize, grid_h: usize) -> bool {
+    let (sx, sy, border) = (sx as usize, sy as usize, border as usize);
+    sx > border && sy > border && sx + border < grid_w && sy + border < grid_h
+}
+
+/// The detection decision on a neighbourhood: threshold, strict maximum over the 26 neighbours,
+/// then one Newton step (Brown & Lowe 2002) in `f64`:
+/// gradient `d = [(c[1][1][2] - c[1][1][0]) / 2, (c[1][2][1] - c[1][0][1]) / 2,
+/// (c[2][1][1] - c[0][1][1]) / 2]`, Hessian by central differences, offset `-H^-1 d` (adjugate
+/// over determinant; singular when the determinant is 0 or not finite). Kept when every
+/// `|offset| < 0.5`: `x = (sx + ox) step`, `y = (sy + oy) step`,
+/// `scale = 0.1333 (L(o, i) + os (L(o, i) - L(o, i - 1)))`, response `c[1][1][1]`.
+///
+/// Does not check the border or the site's validity (see [`refine_exact`] and [`nms_border`]);
+/// `interval` should be 1 or 2.
+pub fn refine_candidate(
+    config: &SurfConfig,
+    site: SampleSite,
+    cube: &ResponseCube,
+    laplacian: i8,
+) -> Refinement {
+    let v = cube[1][1][1];
+    // `!(v >= t)` also rejects NaN.
+    if !(v >= config.threshold) {
+        return Refinement::BelowThreshold;
+    }
+    for (ds, plane) in cube.iter().enumerate() {
+        for (dy, row) in plane.iter().enumerate() {
+            for (dx, &n) in row.iter().enumerate() {
+                if (ds, dy, dx) != (1, 1, 1) && n >= v {
+                    return Refinement::NotMaximum;
+                }
+            }
+        }
+    }
+    let Some((ox, oy, os)) = newton_offset(cube) else {
+        return Refinement::Unstable;
+    };
+    if !(ox.abs() < 0.5 && oy.abs() < 0.5 && os.abs() < 0.5) {
+        return Refinement::Unstable;
+    }
+    let (o, i) = (u32::from(site.octave), u32::from(site.interval));
+    let step = f64::from(sample_step(config, o));
+    let size = f64::from(filter_size(o, i));
+    let size_step = size - f64::from(filter_size(o, i.saturating_sub(1)));
+    Refinement::Keypoint(Keypoint {
+        x: ((f64::from(site.sx) + ox) * step) as f32,
+        y: ((f64::from(site.sy) + oy) * step) as f32,
+        scale: (0.1333 * (size + os * size_step)) as f32,
+        orientation: 0.0,
+        response: v,
+        laplacian,
+        octave: site.octave,
+        interval: site.interval,
+        sample_x: site.sx,
+        sample_y: site.sy,
+    })
+}
+
+/// `-H^-1 d` of the cube in `f64`, or `None` when `H` is singular.
+fn newton_offset(c: &ResponseCube) -> Option<(f64, f64, f64)> {
+    let g = |s: usize, y: usize, x: usize| f64::from(c[s][y][x]);
+    let v = g(1, 1, 1);
+    let dx = (g(1, 1, 2) - g(1, 1, 0)) / 2.0;
+    let dy = (g(1, 2, 1) - g(1, 0, 1)) / 2.0;
+    let ds = (g(2, 1, 1) - g(0, 1, 1)) / 2.0;
+    let hxx = g(1, 1, 2) + g(1, 1, 0) - 2.0 * v;
+    let hyy = g(1, 2, 1) + g(1, 0, 1) - 2.0 * v;
+    let hss = g(2, 1, 1) + g(0, 1, 1) - 2.0 * v;
+    let hxy = (g(1, 2, 2) - g(1, 2, 0) - g(1, 0, 2) + g(1, 0, 0)) / 4.0;
+    let hxs = (g(2, 1, 2) - g(2, 1, 0) - g(0, 1, 2) + g(0, 1, 0)) / 4.0;
+    let hys = (g(2, 2, 1) - g(2, 0, 1) - g(0, 2, 1) + g(0, 0, 1)) / 4.0;
+    // Adjugate of the symmetric H.
+    let a00 = hyy * hss - hys * hys;
+    let a01 = hxs * hys - hxy * hss;
+    let a02 = hxy * hys - hxs * hyy;
+    let a11 = hxx * hss - hxs * hxs;
+    let a12 = hxy * hxs - hxx * hys;
+    let a22 = hxx * hyy - hxy * hxy;
+    let det = hxx * a00 + hxy * a01 + hxs * a02;
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    let ox = -(a00 * dx + a01 * dy + a02 * ds) / det;
+    let oy = -(a01 * dx + a11 * dy + a12 * ds) / det;
+    let os = -(a02 * dx + a12 * dy + a22 * ds) / det;
+    Some((ox, oy, os))
+}
+
+/// The exact responses of `site`'s 3x3x3 neighbourhood (recomputed from the integral image with
+/// the bit-exact formula) and the centre's Laplacian sign. `site.interval` must be 1 or 2 for the
+/// neighbourhood to exist; other intervals give a cube of zeros.
+pub fn exact_cube(ii: &IntegralImage, config: &SurfConfig, site: SampleSite) -> (ResponseCube, i8) {
+    let mut cube = [[[0f32; 3]; 3]; 3];
+    let mut laplacian = 1;
+    let (o, i) = (u32::from(site.octave), u32::from(site.interval));
+    if !(1..=2).contains(&i) {
+        return (cube, laplacian);
+    }
+    let step = sample_step(config, o) as i64;
+    let stride = ii.width() + 1;
+    for (ds, plane) in cube.iter_mut().enumerate() {
+        let filter = Filter::new(filter_size(o, i + ds as u32 - 1), stride);
+        for (dy, row) in plane.iter_mut().enumerate() {
+            let r = (i64::from(site.sy) + dy as i64 - 1) * step;
+            for (dx, value) in row.iter_mut().enumerate() {
+                let c = (i64::from(site.sx) + dx as i64 - 1) * step;
+                let (resp, lap) = filter.response(ii, clamp_i32(r), clamp_i32(c));
+                *value = resp;
+                if (ds, dy, dx) == (1, 1, 1) {
+                    laplacian = lap;
+                }
+            }
+        }
+    }
+    (cube, laplacian)
+}
+
+fn clamp_i32(v: i64) -> i32 {
+    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+/// The full decision for one site, from the integral image alone: validity and border
+/// ([`Refinement::NotInterior`]), then [`exact_cube`] and [`refine_candidate`]. The packed mode
+/// calls it for every 8-bit candidate; a GPU path can call it for the candidates it reads back and
+/// get exactly the CPU's keypoints.
+pub fn refine_exact(ii: &IntegralImage, config: &SurfConfig, site: SampleSite) -> Refinement {
+    let (o, i) = (u32::from(site.octave), u32::from(site.interval));
+    if o >= u32::from(config.octaves) || !(1..=2).contains(&i) {
+        return Refinement::NotInterior;
+    }
+    let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, o));
+    if !inside(site.sx, site.sy, nms_border(config, o, i), gw, gh) {
+        return Refinement::NotInterior;
+    }
+    let (cube, laplacian) = exact_cube(ii, config, site);
+    refine_candidate(config, site, &cube, laplacian)
+}
+
+/// Detects SURF keypoints of `ii` into `sink`.
+///
+/// `scratch` must hold at least [`scratch_len`] words; it is reused octave by octave. The sink is
+/// cleared first and sorted strongest first at the end ([`Keypoint::rank_cmp`]); when it is full
+/// the weakest points are dropped and counted. Images too small for any keypoint give an empty
+/// result. Keypoints come out with orientation 0 (see `describe::assign_orientation`).
+pub fn detect<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+) -> Result<DetectStats, SurfError> {
+    let expected = scratch_len(config, ii.width(), ii.height())?;
+    if scratch.len() < expected {
+        return Err(SurfError::ScratchLength {
+            expected,
+            actual: scratch.len(),
+        });
+    }
+    sink.clear();
+    let mut stats = DetectStats::default();
+    let table = match config.precision {
+        Precision::Packed8 => Some(PackedCodeTable::new(config.threshold)),
+        Precision::F32 => None,
+    };
+    for octave in 0..u32::from(config.octaves) {
+        let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
+        // Interval 1 has the smaller border; when even its interior is empty, so are all later
+        // octaves' (their grids shrink and borders grow), so stop.
+        let b1 = nms_border(config, octave, 1) as usize;
+        if gw <= 2 * b1 + 1 || gh <= 2 * b1 + 1 {
+            break;
+        }
+        match &table {
+            None => {
+                let maps = &mut scratch[..gw * gh * INTERVALS as usize];
+                fill_f32_bits(ii, config, octave, maps);
+                scan_f32(ii, config, octave, maps, gw, gh, sink, &mut stats);
+            }
+            Some(table) => {
+                let maps = &mut scratch[..gw * gh];
+                fill_packed(ii, config, octave, table, maps);
+                let view = PackedResponses::new_checked(maps, gw, gh)?;
+                scan_packed(ii, config, octave, &view, sink, &mut stats);
+            }
+        }
+    }
+    sink.sort();
+    stats.kept = sink.points().len();
+    stats.dropped = sink.dropped();
+    Ok(stats)
+}
+
+/// Records one decision.
+fn record<S: KeypointSink>(r: Refinement, sink: &mut S, stats: &mut DetectStats) {
+    match r {
+        Refinement::Keypoint(k) => {
+            stats.maxima += 1;
+            stats.offered += 1;
+            sink.offer(k);
+        }
+        Refinement::Unstable => {
+            stats.maxima += 1;
+            stats.discarded += 1;
+        }
+        Refinement::NotInterior | Refinement::BelowThreshold | Refinement::NotMaximum => {}
+    }
+}
+
+/// NMS over one octave's `f32` maps (stored as bits, grid-major, 4 per sample).
+#[allow(clippy::too_many_arguments)]
+fn scan_f32<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    maps: &[u32],
+    gw: usize,
+    gh: usize,
+    sink: &mut S,
+    stats: &mut DetectStats,
+) {
+    let at = |sx: usize, sy: usize, i: usize| f32::from_bits(maps[(sy * gw + sx) * 4 + i]);
+    let filters = octave_filters(ii, octave);
+    let step = sample_step(config, octave) as i32;
+    for interval in 1..=2usize {
+        let border = nms_border(config, octave, interval as u32) as usize;
+        for sy in border + 1..gh.saturating_sub(border) {
+            for sx in border + 1..gw.saturating_sub(border) {
+                let v = at(sx, sy, interval);
+                if !(v >= config.threshold) {
+                    continue;
+                }
+                stats.candidates += 1;
+                let mut cube = [[[0f32; 3]; 3]; 3];
+                let mut is_max = true;
+                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
+                    for (dy, row) in plane.iter_mut().enumerate() {
+                        for (dx, value) in row.iter_mut().enumerate() {
+                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
+                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
+                                is_max = false;
+                                break 'outer;
+                            }
+                            *value = n;
+                        }
+                    }
+                }
+                if !is_max {
+                    continue;
+                }
+                let (_, laplacian) =
+                    filters[interval].response(ii, sy as i32 * step, sx as i32 * step);
+                let site = SampleSite {
+                    octave: octave as u8,
+                    interval: interval as u8,
+                    sx: sx as u32,
+                    sy: sy as u32,
+                };
+                record(
+                    refine_candidate(config, site, &cube, laplacian),
+                    sink,
+                    stats,
+                );
+            }
+        }
+    }
+}
+
+/// Screening over one octave's packed words, then the exact decision on each candidate.
+fn scan_packed<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    view: &PackedResponses,
+    sink: &mut S,
+    stats: &mut DetectStats,
+) {
+    let (gw, gh) = (view.grid_w(), view.grid_h());
+    for interval in 1..=2usize {
+        let border = nms_border(config, octave, interval as u32) as usize;
+        for sy in border + 1..gh.saturating_sub(border) {
+            for sx in border + 1..gw.saturating_sub(border) {
+                let code = view.code(sx, sy, interval);
+                if code == 0 {
+                    continue;
+                }
+                let mut candidate = true;
+                'outer: for y in sy - 1..=sy + 1 {
+                    for x in sx - 1..=sx + 1 {
+                        let word = view.word(x, y);
+                        for i in interval - 1..=interval + 1 {
+                            if ((word >> (8 * i)) & 0x7f) as u8 > code {
+                                candidate = false;
+                                break 'outer;
+                            }
+                        }
+                    }
+                }
+                if !candidate {
+                    continue;
+                }
+                stats.candidates += 1;
+                let site = SampleSite {
+                    octave: octave as u8,
+                    interval: interval as u8,
+                    sx: sx as u32,
+                    sy: sy as u32,
+                };
+                record(refine_exact(ii, config, site), sink, stats);
+            }
+        }
+    }
+}

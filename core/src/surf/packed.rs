@@ -1,0 +1,147 @@
+//! The 8-bit packed response format: log-companded codes with the Laplacian sign, four intervals
+//! per `u32` word, and a typed, checked view over such words.
+//!
+//! Byte layout (sign-magnitude): bit 7 is set when the Laplacian is negative (`Dxx + Dyy < 0`, a
+//! bright blob); bits 0..6 hold the code `#{ k in 1..=127 : response >= T[k] }` with
+//! `T[k] = threshold * 2^((k - 1) / 8)` (8 codes per doubling, code 0 = below threshold). The code
+//! is monotonic in the response, so a strict `f32` maximum always has a code `>=` all its
+//! neighbours' codes: screening on codes loses no keypoint.
+//!
+//! ```
+//! use surfcl_core::surf::{PackedCodeTable, PackedResponses, pack_byte};
+//! let table = PackedCodeTable::new(0.0004);
+//! assert_eq!(table.code(0.0003), 0);
+//! assert_eq!(table.code(0.0004), 1);
+//! assert_eq!(table.code(0.0008), 9); // one doubling = 8 codes
+//! let words = [u32::from(pack_byte(9, -1)) << 8];
+//! let view = PackedResponses::new_checked(&words, 1, 1).unwrap();
+//! assert_eq!(view.code(0, 0, 1), 9);
+//! assert_eq!(view.laplacian(0, 0, 1), -1);
+//! ```
+
+use super::SurfError;
+
+/// Number of non-zero codes.
+pub const CODES: usize = 127;
+
+/// The 127 code thresholds `T[1..=127]` of one detection threshold (`as_slice()[k - 1] = T[k]`).
+/// Computed once on the host and uploaded to the device, so both sides compare the same `f32`s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedCodeTable {
+    thresholds: [f32; CODES],
+}
+
+impl PackedCodeTable {
+    /// The table of `threshold`: `T[k] = threshold * 2^((k - 1) / 8)` in `f64`, rounded to `f32`.
+    /// Non-decreasing for any finite `threshold >= 0` (validate the configuration first; a NaN
+    /// threshold gives a table that codes every response 0).
+    pub fn new(threshold: f32) -> Self {
+        let mut thresholds = [0f32; CODES];
+        for (k, t) in thresholds.iter_mut().enumerate() {
+            *t = (f64::from(threshold) * crate::math::exp2(k as f64 / 8.0)) as f32;
+        }
+        Self { thresholds }
+    }
+
+    /// The code of `response`: how many thresholds it reaches (0 for a NaN or below-threshold
+    /// response, 127 at most).
+    #[inline]
+    pub fn code(&self, response: f32) -> u8 {
+        // The table is non-decreasing, so "response >= T[k]" holds on a prefix: a binary search
+        // counts it. (A linear count gives the same number; kernels may do either.)
+        self.thresholds.partition_point(|&t| response >= t) as u8
+    }
+
+    /// The thresholds, `[T[1], ..., T[127]]`.
+    pub fn as_slice(&self) -> &[f32; CODES] {
+        &self.thresholds
+    }
+}
+
+/// One packed byte: `code` in bits 0..6 (higher bits of `code` are ignored), bit 7 set when
+/// `laplacian < 0`.
+#[inline]
+pub fn pack_byte(code: u8, laplacian: i8) -> u8 {
+    (code & 0x7f) | if laplacian < 0 { 0x80 } else { 0 }
+}
+
+/// The inverse of [`pack_byte`]: `(code, laplacian)` with `laplacian` `-1` or `1`.
+#[inline]
+pub fn unpack_byte(byte: u8) -> (u8, i8) {
+    (byte & 0x7f, if byte & 0x80 != 0 { -1 } else { 1 })
+}
+
+/// A typed view over one octave's packed response words (`grid_w * grid_h` words, row-major,
+/// byte `i` of each word = interval `i`), after the manner of smoltcp's packet views.
+#[derive(Debug, Clone, Copy)]
+pub struct PackedResponses<'a> {
+    words: &'a [u32],
+    grid_w: usize,
+    grid_h: usize,
+}
+
+impl<'a> PackedResponses<'a> {
+    /// Wraps `words` after checking it holds at least `grid_w * grid_h` words (a longer buffer,
+    /// such as a scratch sized for octave 0, is fine: the rest is ignored).
+    pub fn new_checked(words: &'a [u32], grid_w: usize, grid_h: usize) -> Result<Self, SurfError> {
+        let expected = grid_w.checked_mul(grid_h).ok_or(SurfError::ScratchLength {
+            expected: usize::MAX,
+            actual: words.len(),
+        })?;
+        if words.len() < expected {
+            return Err(SurfError::ScratchLength {
+                expected,
+                actual: words.len(),
+            });
+        }
+        Ok(Self {
+            words: &words[..expected],
+            grid_w,
+            grid_h,
+        })
+    }
+
+    /// Grid width in samples.
+    pub fn grid_w(&self) -> usize {
+        self.grid_w
+    }
+    /// Grid height in samples.
+    pub fn grid_h(&self) -> usize {
+        self.grid_h
+    }
+    /// The words, exactly `grid_w * grid_h`.
+    pub fn words(&self) -> &'a [u32] {
+        self.words
+    }
+
+    /// The word of sample `(sx, sy)`; 0 (all codes 0) outside the grid.
+    #[inline]
+    pub fn word(&self, sx: usize, sy: usize) -> u32 {
+        if sx >= self.grid_w || sy >= self.grid_h {
+            return 0;
+        }
+        self.words.get(sy * self.grid_w + sx).copied().unwrap_or(0)
+    }
+
+    /// The byte of interval `interval` (0..4) at sample `(sx, sy)`; 0 outside the grid or for an
+    /// interval `>= 4`.
+    #[inline]
+    pub fn byte(&self, sx: usize, sy: usize, interval: usize) -> u8 {
+        if interval >= 4 {
+            return 0;
+        }
+        (self.word(sx, sy) >> (8 * interval)) as u8
+    }
+
+    /// The code (0..=127) of interval `interval` at `(sx, sy)`.
+    #[inline]
+    pub fn code(&self, sx: usize, sy: usize, interval: usize) -> u8 {
+        self.byte(sx, sy, interval) & 0x7f
+    }
+
+    /// The Laplacian sign (`-1` or `1`) of interval `interval` at `(sx, sy)`.
+    #[inline]
+    pub fn laplacian(&self, sx: usize, sy: usize, interval: usize) -> i8 {
+        unpack_byte(self.byte(sx, sy, interval)).1
+    }
+}

@@ -1,0 +1,234 @@
+//! Box-filter Hessian responses: exact integer terms, the bit-exact `f32` response, and whole
+//! octaves in `f32` or packed 8-bit form.
+
+use super::packed::{PackedCodeTable, pack_byte};
+use super::{
+    INTERVALS, SurfConfig, SurfError, check_octave, filter_size, grid_size, sample_step,
+    words_per_sample,
+};
+use crate::integral::IntegralImage;
+
+/// `255^2`: responses are in OpenSURF units, i.e. on intensities scaled to `[0, 1]`.
+const INTENSITY_SQ: f64 = 65025.0;
+
+/// Normalisation of filter `filter`: `1 / (100 L^4 255^2)` computed in `f64` and rounded once to
+/// `f32`. The 100 undoes the integer determinant's `100 Dxx Dyy - 81 Dxy^2` scaling, `L^4` is the
+/// squared filter area, `255^2` the intensity scale. The kernels receive this value from the host,
+/// so it has one definition. Returns 0 for a zero filter.
+pub fn response_norm(filter: u32) -> f32 {
+    if filter == 0 {
+        return 0.0;
+    }
+    let l = f64::from(filter);
+    (1.0 / (100.0 * l * l * l * l * INTENSITY_SQ)) as f32
+}
+
+/// The eight boxes of one filter size and their integral-table offsets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Filter {
+    /// Half-size `b = (L - 1) / 2`: the footprint is rows/columns `[-b, b]` around the sample.
+    half: i32,
+    /// `(row, col, rows, cols)` relative to the sample: Dxx outer, Dxx middle, Dyy outer, Dyy
+    /// middle, then the four Dxy quadrants `+ + - -`.
+    rects: [[i32; 4]; 8],
+    /// For each rect, the table offsets of its corners `(r0,c0), (r0,c1), (r1,c0), (r1,c1)`
+    /// relative to the sample's table index, for the unclamped fast path.
+    offsets: [[isize; 4]; 8],
+    /// [`response_norm`] of this size.
+    norm: f32,
+}
+
+impl Filter {
+    /// Geometry of filter size `size` for an integral table whose rows are `stride` entries.
+    pub(crate) fn new(size: u32, stride: usize) -> Self {
+        let size_i = size.min(i32::MAX as u32) as i32;
+        let l = size_i / 3;
+        let b = (size_i - 1).max(0) / 2;
+        let rects = [
+            [-l + 1, -b, 2 * l - 1, size_i],
+            [-l + 1, -(l / 2), 2 * l - 1, l],
+            [-b, -l + 1, size_i, 2 * l - 1],
+            [-(l / 2), -l + 1, l, 2 * l - 1],
+            [-l, 1, l, l],
+            [1, -l, l, l],
+            [-l, -l, l, l],
+            [1, 1, l, l],
+        ];
+        let s = stride as isize;
+        let mut offsets = [[0isize; 4]; 8];
+        for (o, r) in offsets.iter_mut().zip(rects.iter()) {
+            let (r0, c0) = (r[0] as isize, r[1] as isize);
+            let (r1, c1) = (r0 + r[2] as isize, c0 + r[3] as isize);
+            *o = [r0 * s + c0, r0 * s + c1, r1 * s + c0, r1 * s + c1];
+        }
+        Self {
+            half: b,
+            rects,
+            offsets,
+            norm: response_norm(size),
+        }
+    }
+
+    /// The exact integer terms `(Dxx, Dyy, Dxy)` at pixel `(row, col)`.
+    #[inline]
+    pub(crate) fn terms(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i64, i64) {
+        let mut s = [0i64; 8];
+        let (w, h) = (ii.width() as i64, ii.height() as i64);
+        let (r, c, b) = (i64::from(row), i64::from(col), i64::from(self.half));
+        if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
+            // Fast path: the whole footprint is inside, no clamping. Every index below is in the
+            // table: the rows touched are r - b ..= r + b + 1 <= height, likewise the columns.
+            let t = ii.table();
+            let p = (r * (w + 1) + c) as isize;
+            for (sum, o) in s.iter_mut().zip(self.offsets.iter()) {
+                let v = t[(p + o[3]) as usize]
+                    .wrapping_sub(t[(p + o[1]) as usize])
+                    .wrapping_sub(t[(p + o[2]) as usize])
+                    .wrapping_add(t[(p + o[0]) as usize]);
+                *sum = i64::from(v);
+            }
+        } else {
+            for (sum, q) in s.iter_mut().zip(self.rects.iter()) {
+                *sum = i64::from(ii.box_sum(
+                    row.saturating_add(q[0]),
+                    col.saturating_add(q[1]),
+                    q[2],
+                    q[3],
+                ));
+            }
+        }
+        (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7])
+    }
+
+    /// The bit-exact response and the Laplacian sign at pixel `(row, col)`.
+    #[inline]
+    pub(crate) fn response(&self, ii: &IntegralImage, row: i32, col: i32) -> (f32, i8) {
+        let (dxx, dyy, dxy) = self.terms(ii, row, col);
+        // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
+        // 100 Dxx Dyy < 1.1e18 < i64::MAX.
+        let det = 100 * dxx * dyy - 81 * dxy * dxy;
+        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
+        // `as f32` rounds to nearest even; one f32 multiply: the kernels do the same.
+        ((det as f32) * self.norm, laplacian)
+    }
+}
+
+/// The response of filter size `filter` at pixel `(row, col)` and the sign of the Laplacian
+/// (`1` when `Dxx + Dyy >= 0`, a dark blob; `-1` otherwise): `(100 Dxx Dyy - 81 Dxy^2) as f32 *
+/// response_norm(filter)`, bit for bit what the kernels compute. Boxes are clipped to the image.
+pub fn response_at(ii: &IntegralImage, row: i32, col: i32, filter: u32) -> (f32, i8) {
+    Filter::new(filter, ii.width() + 1).response(ii, row, col)
+}
+
+/// The four filters of `octave`.
+pub(crate) fn octave_filters(ii: &IntegralImage, octave: u32) -> [Filter; 4] {
+    let stride = ii.width() + 1;
+    [0, 1, 2, 3].map(|i| Filter::new(filter_size(octave, i), stride))
+}
+
+/// Calls `f(sample_index, responses)` for every sample of `octave`'s grid, row by row.
+fn for_each_sample(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    mut f: impl FnMut(usize, [(f32, i8); 4]),
+) {
+    let step = sample_step(config, octave);
+    let (gw, gh) = grid_size(ii.width(), ii.height(), step);
+    let filters = octave_filters(ii, octave);
+    let step = step as i32;
+    for sy in 0..gh {
+        let row = sy as i32 * step;
+        for sx in 0..gw {
+            let col = sx as i32 * step;
+            let r = [0, 1, 2, 3].map(|i| filters[i].response(ii, row, col));
+            f(sy * gw + sx, r);
+        }
+    }
+}
+
+/// Checks config and octave, returns the number of samples of the octave's grid.
+fn octave_samples(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+) -> Result<usize, SurfError> {
+    config.validate()?;
+    check_octave(config, octave)?;
+    let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
+    Ok(gw * gh)
+}
+
+/// Computes the `f32` responses of all four intervals of `octave` into `out`, grid-major:
+/// `out[(sy * grid_w + sx) * 4 + interval]` (grid from [`grid_size`] with the octave's
+/// [`sample_step`]). `out` must hold at least `grid_w * grid_h * 4` values; the rest is untouched.
+pub fn compute_octave_f32(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    out: &mut [f32],
+) -> Result<(), SurfError> {
+    let samples = octave_samples(ii, config, octave)?;
+    let expected = samples * INTERVALS as usize;
+    if out.len() < expected {
+        return Err(SurfError::ScratchLength {
+            expected,
+            actual: out.len(),
+        });
+    }
+    for_each_sample(ii, config, octave, |i, r| {
+        for (k, (v, _)) in r.iter().enumerate() {
+            out[i * 4 + k] = *v;
+        }
+    });
+    Ok(())
+}
+
+/// Computes the packed 8-bit responses of `octave` into `out`: one word per sample,
+/// `out[sy * grid_w + sx]`, byte `i` = [`pack_byte`]`(table.code(response_i), laplacian_i)`.
+/// `out` must hold at least `grid_w * grid_h` words; the rest is untouched.
+pub fn compute_octave_packed(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    table: &PackedCodeTable,
+    out: &mut [u32],
+) -> Result<(), SurfError> {
+    let expected = octave_samples(ii, config, octave)?;
+    if out.len() < expected {
+        return Err(SurfError::ScratchLength {
+            expected,
+            actual: out.len(),
+        });
+    }
+    fill_packed(ii, config, octave, table, out);
+    Ok(())
+}
+
+/// The `f32` responses of `octave` stored as bits in `out` (the scratch is `u32`; no unsafe casts).
+/// The caller has checked the length.
+pub(crate) fn fill_f32_bits(ii: &IntegralImage, config: &SurfConfig, octave: u32, out: &mut [u32]) {
+    debug_assert!(words_per_sample(super::Precision::F32) == 4);
+    for_each_sample(ii, config, octave, |i, r| {
+        for (k, (v, _)) in r.iter().enumerate() {
+            out[i * 4 + k] = v.to_bits();
+        }
+    });
+}
+
+/// The packed words of `octave` into `out` (length checked by the caller).
+pub(crate) fn fill_packed(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    table: &PackedCodeTable,
+    out: &mut [u32],
+) {
+    for_each_sample(ii, config, octave, |i, r| {
+        let mut word = 0u32;
+        for (k, (v, lap)) in r.iter().enumerate() {
+            word |= u32::from(pack_byte(table.code(*v), *lap)) << (8 * k);
+        }
+        out[i] = word;
+    });
+}
