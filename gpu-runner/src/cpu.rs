@@ -1,8 +1,10 @@
 //! The CPU reference backend: `surfcl-core` behind the [`Backend`] trait.
 //!
-//! Detection runs on one thread (the core's reference order); matching splits the queries over
-//! `std::thread::available_parallelism()` threads with the core's range functions, which give
-//! exactly the single-threaded result (see `surfcl_core::matcher`, "Splitting the queries").
+//! Detection runs on one thread (the core's reference scan); description splits the keypoints and
+//! matching splits the queries over `std::thread::available_parallelism()` threads. Both give
+//! exactly the single-threaded result: descriptors are independent per keypoint, and the
+//! matcher's range functions are made for it (see `surfcl_core::matcher`, "Splitting the
+//! queries").
 //!
 //! Buffers (integral image, detector scratch, keypoint storage, Q7 copies, match outputs) live in
 //! the struct and only grow: after the first frame of a given size and capacity, nothing is
@@ -45,13 +47,13 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
-    /// A backend using all available CPU threads for matching.
+    /// A backend using all available CPU threads for description and matching.
     pub fn new() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self::with_threads(threads)
     }
 
-    /// A backend using at most `threads` threads for matching (at least 1).
+    /// A backend using at most `threads` threads for description and matching (at least 1).
     pub fn with_threads(threads: usize) -> Self {
         Self {
             threads: threads.max(1),
@@ -79,7 +81,7 @@ impl Backend for CpuBackend {
 
     fn device(&self) -> String {
         format!(
-            "CPU reference ({} thread{} for matching)",
+            "CPU reference ({} thread{})",
             self.threads,
             if self.threads == 1 { "" } else { "s" }
         )
@@ -128,7 +130,7 @@ impl Backend for CpuBackend {
 
         let start = Instant::now();
         let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; keypoints.len()];
-        describe_all(&ii, &mut keypoints, upright, &mut descriptors)?;
+        describe_parallel(&ii, &mut keypoints, upright, &mut descriptors, self.threads)?;
         timings.push(StageTiming {
             name: if upright { "describe" } else { "orient+describe" }.into(),
             ms: ms_since(start),
@@ -191,6 +193,40 @@ impl Backend for CpuBackend {
             }
         }
     }
+}
+
+/// Below this many keypoints per thread, describing on one thread is faster.
+const MIN_KEYPOINTS_PER_THREAD: usize = 64;
+
+/// [`describe_all`] over contiguous chunks of keypoints on up to `threads` threads. Each
+/// keypoint's orientation and descriptor depend only on the integral image and the keypoint, so
+/// the result is identical to one call.
+fn describe_parallel(
+    ii: &IntegralImage<'_>,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [Descriptor],
+    threads: usize,
+) -> Result<(), Error> {
+    let threads = threads
+        .min(keypoints.len() / MIN_KEYPOINTS_PER_THREAD)
+        .max(1);
+    if threads == 1 {
+        describe_all(ii, keypoints, upright, out)?;
+        return Ok(());
+    }
+    let chunk = keypoints.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = keypoints
+            .chunks_mut(chunk)
+            .zip(out.chunks_mut(chunk))
+            .map(|(kps, descs)| s.spawn(move || describe_all(ii, kps, upright, descs)))
+            .collect();
+        handles.into_iter().try_for_each(|h| match h.join() {
+            Ok(result) => result.map_err(Error::from),
+            Err(_) => Err(Error::Internal("a describing thread panicked".into())),
+        })
+    })
 }
 
 /// The two sides of a matching call.

@@ -95,12 +95,12 @@ pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
     if bytes.is_empty() {
         return Err(decode_error("the file is empty".into()));
     }
-    let guessed = |bytes: &[u8]| {
+    let guessed = || {
         ImageReader::new(Cursor::new(bytes))
             .with_guessed_format()
             .map_err(|e| decode_error(e.to_string()))
     };
-    let reader = guessed(bytes)?;
+    let reader = guessed()?;
     if reader.format().is_none() {
         return Err(decode_error(
             "not a supported image format (PNG, PGM/PPM or JPEG expected)".into(),
@@ -112,7 +112,7 @@ pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
         .map_err(|e| decode_error(e.to_string()))?;
     check_dimensions(width as usize, height as usize)
         .map_err(|e| decode_error(format!("{e}")))?;
-    let mut reader = guessed(bytes)?;
+    let mut reader = guessed()?;
     reader.limits(decode_limits());
     let image = reader.decode().map_err(|e| decode_error(e.to_string()))?;
     Ok(to_luminance(image))
