@@ -171,7 +171,7 @@ pub fn open_backend(
         BackendChoice::OpenCl => Ok(crate::opencl::open(device_spec)?),
         BackendChoice::Auto => match crate::opencl::open(device_spec) {
             Ok(backend) => Ok(backend),
-            Err(e) if is_unavailable(&e) => {
+            Err(e) if is_unavailable(&e, device_spec) => {
                 if !FALLBACK_NOTED.swap(true, Ordering::Relaxed) {
                     eprintln!("note: {e}; using the CPU backend");
                 }
@@ -182,7 +182,14 @@ pub fn open_backend(
     }
 }
 
-/// Whether an OpenCL error only means "there is no OpenCL here" (the case `auto` falls back on).
-fn is_unavailable(e: &OpenClError) -> bool {
-    matches!(e, OpenClError::NoPlatform)
+/// Whether an OpenCL error only means "there is no OpenCL here" (the case `auto` falls back on):
+/// no platform at all, or no device while the user did not ask for a particular one. A `--device`
+/// that matches nothing stays an error: the user asked for something that is not there.
+fn is_unavailable(e: &OpenClError, device_spec: Option<&str>) -> bool {
+    let any_device = device_spec.is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
+    match e {
+        OpenClError::NoPlatform => true,
+        OpenClError::NoDevice { .. } => any_device,
+        _ => false,
+    }
 }
