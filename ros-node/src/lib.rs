@@ -10,6 +10,7 @@
 //! - [`convert`]: validation of incoming images and colour-to-gray conversion.
 //! - [`params`]: the ROS parameters, typed and validated.
 //! - [`processor`]: the narrow backend seam the node uses.
+//! - [`backend`]: the production seam implementation over `surfcl_gpu::backend`.
 //! - [`node`]: the running node (participant, tasks, processing thread).
 //! - [`args`]: the command line (clap flags and `--ros-args`).
 //! - [`debug`]: the debug picture.
@@ -18,6 +19,8 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod args;
+#[cfg(feature = "backend")]
+pub mod backend;
 pub mod convert;
 pub mod debug;
 pub mod msg;

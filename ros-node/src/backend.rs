@@ -1,0 +1,157 @@
+//! The production [`ProcessorFactory`]: surfcl's backend seam (`surfcl_gpu::backend`), CPU
+//! reference or OpenCL, with the node's parameters mapped onto [`DetectParams`] and
+//! [`MatchConfig`]. Both are validated with the same `validate()` the CLI uses.
+
+use surfcl_core::GrayImage;
+use surfcl_core::matcher::MatchConfig;
+use surfcl_core::surf::{Precision as CorePrecision, SurfConfig};
+use surfcl_gpu::backend::{
+    Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, open_backend,
+};
+
+use crate::msg::MatchMsg;
+use crate::params::{BackendKind, DescriptorRepr, Detector, NodeParams, Precision};
+use crate::processor::{Detection, Processor, ProcessorFactory};
+
+/// Maps the node's parameters onto the backend's detection parameters.
+pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
+    let octaves = u8::try_from(p.octaves).map_err(|_| format!("octaves out of range: {}", p.octaves))?;
+    let max_keypoints =
+        usize::try_from(p.max_keypoints).map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?;
+    let mut surf = SurfConfig {
+        octaves,
+        upright: p.upright,
+        precision: match p.precision {
+            Precision::F32 => CorePrecision::F32,
+            Precision::U8 => CorePrecision::Packed8,
+        },
+        ..SurfConfig::default()
+    };
+    let mut harris = surfcl_core::harris::HarrisConfig::default();
+    if p.threshold > 0.0 {
+        match p.detector {
+            Detector::Surf => surf.threshold = p.threshold as f32,
+            Detector::Harris => harris.threshold = p.threshold as f32,
+        }
+    }
+    let params = DetectParams {
+        detector: match p.detector {
+            Detector::Surf => DetectorKind::Surf,
+            Detector::Harris => DetectorKind::Harris,
+        },
+        surf,
+        harris,
+        max_keypoints,
+        descriptor: descriptor_kind(p),
+    };
+    params.validate().map_err(|e| e.to_string())?;
+    Ok(params)
+}
+
+fn descriptor_kind(p: &NodeParams) -> DescriptorKind {
+    match p.descriptor {
+        DescriptorRepr::F32 => DescriptorKind::F32,
+        DescriptorRepr::Q7 => DescriptorKind::Q7,
+    }
+}
+
+/// Maps the node's parameters onto the matcher configuration.
+pub fn match_config(p: &NodeParams) -> Result<MatchConfig, String> {
+    let config = MatchConfig {
+        ratio: p.ratio as f32,
+        cross_check: p.cross_check,
+        ..MatchConfig::default()
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(config)
+}
+
+fn backend_choice(p: &NodeParams) -> BackendChoice {
+    match p.backend {
+        BackendKind::Auto => BackendChoice::Auto,
+        BackendKind::OpenCl => BackendChoice::OpenCl,
+        BackendKind::Cpu => BackendChoice::Cpu,
+    }
+}
+
+/// Opens surfcl backends.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BackendFactory;
+
+impl ProcessorFactory for BackendFactory {
+    fn check(&self, params: &NodeParams) -> Result<(), String> {
+        detect_params(params)?;
+        match_config(params)?;
+        Ok(())
+    }
+
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
+        let device = (!params.device.is_empty()).then_some(params.device.as_str());
+        let backend = open_backend(backend_choice(params), device).map_err(|e| e.to_string())?;
+        Ok(Box::new(BackendProcessor { backend }))
+    }
+}
+
+/// A [`Processor`] over a `surfcl_gpu` [`Backend`].
+pub struct BackendProcessor {
+    backend: Box<dyn Backend>,
+}
+
+impl BackendProcessor {
+    /// Wraps an opened backend.
+    pub fn new(backend: Box<dyn Backend>) -> Self {
+        Self { backend }
+    }
+}
+
+fn features(d: &Detection) -> Features {
+    Features {
+        width: d.width,
+        height: d.height,
+        keypoints: d.keypoints.clone(),
+        descriptors: d.descriptors.clone(),
+        dropped: d.dropped,
+        timings: Vec::new(),
+    }
+}
+
+impl Processor for BackendProcessor {
+    fn describe(&self) -> String {
+        format!("{}: {}", self.backend.name(), self.backend.device())
+    }
+
+    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String> {
+        let dp = detect_params(params)?;
+        let f = self.backend.detect(image, &dp).map_err(|e| e.to_string())?;
+        Ok(Detection {
+            width: f.width,
+            height: f.height,
+            keypoints: f.keypoints,
+            descriptors: f.descriptors,
+            dropped: f.dropped,
+        })
+    }
+
+    fn match_frames(
+        &mut self,
+        query: &Detection,
+        train: &Detection,
+        params: &NodeParams,
+    ) -> Result<Vec<MatchMsg>, String> {
+        let config = match_config(params)?;
+        // The backend takes its own Features type; the copies are a few hundred kB per frame at
+        // most, small next to detection.
+        let matches = self
+            .backend
+            .match_features(&features(query), &features(train), &config, descriptor_kind(params))
+            .map_err(|e| e.to_string())?;
+        Ok(matches
+            .iter()
+            .map(|m| MatchMsg {
+                query: m.query,
+                train: m.train,
+                distance: m.distance,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,253 @@
+//! Shared helpers of the node tests: image loading, a ROS test client on loopback, bounded waits.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ros2_client::builtin_interfaces::Time;
+use ros2_client::dds::rustdds::DomainParticipantBuilder;
+use ros2_client::qos::History;
+use ros2_client::{Context, Message, Name, Node, NodeName, NodeOptions, Publisher, QosProfile, Subscription};
+use surfcl_ros::msg::{self, Header, Image, KeypointArray, MatchArray};
+use surfcl_ros::node::{NodeConfig, RunningNode};
+use surfcl_ros::processor::ProcessorFactory;
+
+/// Path of a file under the workspace's `data/`.
+pub fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data").join(rel)
+}
+
+/// A gray image.
+#[derive(Clone)]
+pub struct Gray {
+    pub width: usize,
+    pub height: usize,
+    pub pixels: Vec<u8>,
+}
+
+/// Reads a binary PGM (P5, maxval 255, `#` comments allowed).
+pub fn read_pgm(path: &std::path::Path) -> Gray {
+    let bytes = std::fs::read(path).unwrap();
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes[i] == b'#' {
+            while bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        while !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        fields.push(String::from_utf8(bytes[start..i].to_vec()).unwrap());
+    }
+    assert_eq!(fields[0], "P5");
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    assert_eq!(fields[3], "255");
+    let pixels = bytes[i + 1..i + 1 + w * h].to_vec();
+    Gray { width: w, height: h, pixels }
+}
+
+/// Halves the image (2x2 box average), for faster tests.
+pub fn half(g: &Gray) -> Gray {
+    let (w, h) = (g.width / 2, g.height / 2);
+    let mut pixels = Vec::with_capacity(w * h);
+    for y in 0..h {
+        for x in 0..w {
+            let s: u32 = [(0, 0), (1, 0), (0, 1), (1, 1)]
+                .iter()
+                .map(|(dx, dy)| u32::from(g.pixels[(2 * y + dy) * g.width + 2 * x + dx]))
+                .sum();
+            pixels.push(((s + 2) / 4) as u8);
+        }
+    }
+    Gray { width: w, height: h, pixels }
+}
+
+/// Crops/tiles the image to `w x h` (wrapping), e.g. 640x480 from the boat.
+pub fn resize_tile(g: &Gray, w: usize, h: usize) -> Gray {
+    let mut pixels = Vec::with_capacity(w * h);
+    for y in 0..h {
+        for x in 0..w {
+            pixels.push(g.pixels[(y % g.height) * g.width + (x % g.width)]);
+        }
+    }
+    Gray { width: w, height: h, pixels }
+}
+
+pub fn header(stamp_sec: i32, frame: &str) -> Header {
+    Header {
+        stamp: Time::new(stamp_sec, 0),
+        frame_id: frame.into(),
+    }
+}
+
+/// A mono8 message.
+pub fn mono8(g: &Gray, h: Header) -> Image {
+    Image {
+        header: h,
+        height: g.height as u32,
+        width: g.width as u32,
+        encoding: "mono8".into(),
+        is_bigendian: 0,
+        step: g.width as u32,
+        data: g.pixels.clone(),
+    }
+}
+
+/// An rgb8 message whose luminance is exactly `g` (R = G = B).
+pub fn rgb8(g: &Gray, h: Header) -> Image {
+    Image {
+        header: h,
+        height: g.height as u32,
+        width: g.width as u32,
+        encoding: "rgb8".into(),
+        is_bigendian: 0,
+        step: (g.width * 3) as u32,
+        data: g.pixels.iter().flat_map(|&p| [p, p, p]).collect(),
+    }
+}
+
+/// Runs `fut` for at most `limit`; `None` on timeout.
+pub fn within<T>(limit: Duration, fut: impl Future<Output = T>) -> Option<T> {
+    smol::block_on(smol::future::or(async { Some(fut.await) }, async {
+        smol::Timer::after(limit).await;
+        None
+    }))
+}
+
+/// A loopback-only ROS test client: publishes images, receives the node's outputs.
+pub struct Client {
+    pub node: Node,
+    pub images: Publisher<Image>,
+    pub keypoints: Subscription<KeypointArray>,
+    pub matches: Subscription<MatchArray>,
+    pub debug: Subscription<Image>,
+}
+
+fn topic(node: &mut Node, name: &str, ty: ros2_client::MessageTypeName, qos: &QosProfile) -> ros2_client::dds::rustdds::Topic {
+    node.create_topic(&Name::parse(name).unwrap(), ty, qos).unwrap()
+}
+
+impl Client {
+    /// A client on `domain`, using topics under `ns` ("/" for none).
+    pub fn new(domain: u16, ns: &str, image_topic: &str) -> Client {
+        let dp = DomainParticipantBuilder::new(domain)
+            .with_only_networks([Ipv4Addr::LOCALHOST])
+            .build()
+            .unwrap();
+        let ctx = Context::from_domain_participant(dp).unwrap();
+        let mut node = ctx
+            .new_node(
+                NodeName::new("/", "surfcl_test_client").unwrap(),
+                NodeOptions::new().enable_rosout(false).start_parameter_services(false),
+            )
+            .unwrap();
+        smol::spawn(node.spinner().unwrap().spin()).detach();
+        let reliable = QosProfile::publisher_default().history(History::KeepLast { depth: 10 });
+        let t = topic(&mut node, image_topic, msg::image_type(), &reliable);
+        let images = node.create_publisher::<Image>(&t, None).unwrap();
+        let base = if ns == "/" { String::new() } else { ns.to_string() };
+        let t = topic(&mut node, &format!("{base}/keypoints"), msg::keypoint_array_type(), &reliable);
+        let keypoints = node.create_subscription::<KeypointArray>(&t, None).unwrap();
+        let t = topic(&mut node, &format!("{base}/matches"), msg::match_array_type(), &reliable);
+        let matches = node.create_subscription::<MatchArray>(&t, None).unwrap();
+        let t = topic(&mut node, &format!("{base}/debug_image"), msg::image_type(), &reliable);
+        let debug = node.create_subscription::<Image>(&t, None).unwrap();
+        Client { node, images, keypoints, matches, debug }
+    }
+
+    /// Waits (bounded) until the node's image subscription and our output subscriptions are
+    /// matched.
+    pub fn wait_connected(&self, limit: Duration) {
+        within(limit, self.images.wait_for_subscription(&self.node)).expect("node's image subscription not discovered");
+        within(limit, self.keypoints.wait_for_publisher(&self.node)).expect("node's keypoints publisher not discovered");
+        within(limit, self.matches.wait_for_publisher(&self.node)).expect("node's matches publisher not discovered");
+    }
+
+    /// Publishes `img` repeatedly (every `period`) until the node's output with the same stamp
+    /// arrives (best-effort images may be lost); returns the keypoints and matches.
+    pub fn process(&self, img: &Image, limit: Duration) -> (KeypointArray, MatchArray) {
+        let deadline = Instant::now() + limit;
+        let stamp = img.header.stamp;
+        let mut kp = None;
+        let mut m = None;
+        while Instant::now() < deadline && (kp.is_none() || m.is_none()) {
+            if kp.is_none() {
+                self.images.publish(img.clone()).unwrap();
+            }
+            let until = Instant::now() + Duration::from_millis(1500);
+            while Instant::now() < until && (kp.is_none() || m.is_none()) {
+                if kp.is_none() {
+                    kp = take_stamped(&self.keypoints, stamp, Duration::from_millis(50), |k| k.header.stamp);
+                }
+                if m.is_none() {
+                    m = take_stamped(&self.matches, stamp, Duration::from_millis(50), |k| k.header.stamp);
+                }
+            }
+        }
+        (kp.expect("no keypoints for the frame"), m.expect("no matches for the frame"))
+    }
+}
+
+/// Takes messages until one has `stamp`, or `limit` passes.
+pub fn take_stamped<M: Message + 'static>(
+    sub: &Subscription<M>,
+    stamp: Time,
+    limit: Duration,
+    stamp_of: impl Fn(&M) -> Time,
+) -> Option<M> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match within(left, sub.async_take()) {
+            Some(Ok((m, _))) if stamp_of(&m) == stamp => return Some(m),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    None
+}
+
+/// Starts a node on `domain` with the given factory and parameters tweak.
+pub fn start_node(domain: u16, factory: Arc<dyn ProcessorFactory>, tweak: impl FnOnce(&mut NodeConfig)) -> RunningNode {
+    let mut config = NodeConfig {
+        domain_id: domain,
+        log_to_stderr: true,
+        ..NodeConfig::default()
+    };
+    tweak(&mut config);
+    surfcl_ros::node::start(config, factory).unwrap()
+}
+
+#[cfg(not(feature = "backend"))]
+pub mod fake;
+
+/// The factory the tests run the node with: the real CPU backend when the `backend` feature is
+/// on, otherwise the stand-in.
+pub fn factory() -> Arc<dyn ProcessorFactory> {
+    #[cfg(feature = "backend")]
+    {
+        Arc::new(surfcl_ros::backend::BackendFactory)
+    }
+    #[cfg(not(feature = "backend"))]
+    {
+        Arc::new(fake::FakeFactory)
+    }
+}
+
+/// Parameters for the tests: CPU backend (deterministic, available everywhere).
+pub fn test_params() -> surfcl_ros::params::NodeParams {
+    surfcl_ros::params::NodeParams {
+        backend: surfcl_ros::params::BackendKind::Cpu,
+        ..Default::default()
+    }
+}

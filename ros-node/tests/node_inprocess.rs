@@ -1,0 +1,188 @@
+//! In-process tests of the node: a ros2-client test client on loopback publishes boat images
+//! and receives keypoints and matches. Each test has its own ROS domain id; every wait is
+//! bounded.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ros2_client::qos::History;
+use ros2_client::rcl_interfaces::{SetParametersRequest, SetParametersResponse};
+use ros2_client::{Name, Parameter, ParameterValue, QosProfile, ServiceMapping, ServiceTypeName};
+use surfcl_core::GrayImage;
+use surfcl_ros::msg::{Image, KeypointMsg};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn boat(n: u32) -> Gray {
+    half(&read_pgm(&data(&format!("oxford-boat/img{n}.pgm"))))
+}
+
+#[test]
+fn boat_keypoints_and_matches_equal_direct_backend() {
+    let domain = 111;
+    let node = start_node(domain, factory(), |c| c.params = test_params());
+    let client = Client::new(domain, "/", "/image");
+    client.wait_connected(LIMIT);
+
+    let (img1, img2) = (boat(1), boat(2));
+    let (kp1, m1) = client.process(&mono8(&img1, header(1, "cam")), LIMIT);
+    let (kp2, m2) = client.process(&rgb8(&img2, header(2, "cam")), LIMIT);
+
+    // The same images straight through the backend.
+    let params = test_params();
+    let mut direct = factory().open(&params).unwrap();
+    let d1 = direct.detect(&GrayImage::new(&img1.pixels, img1.width, img1.height).unwrap(), &params).unwrap();
+    let d2 = direct.detect(&GrayImage::new(&img2.pixels, img2.width, img2.height).unwrap(), &params).unwrap();
+    let dm = direct.match_frames(&d2, &d1, &params).unwrap();
+
+    assert!(!d1.keypoints.is_empty());
+    assert_eq!(kp1.header, header(1, "cam"));
+    assert_eq!(kp1.keypoints, d1.keypoints.iter().map(KeypointMsg::from).collect::<Vec<_>>());
+    assert_eq!(kp1.descriptors, d1.descriptors.iter().flatten().copied().collect::<Vec<_>>());
+    assert!(kp1.descriptors_q7.is_empty());
+    assert_eq!((kp1.descriptor_length, kp1.dropped as usize), (64, d1.dropped));
+    // rgb8 with R = G = B has exactly the gray luminance.
+    assert_eq!(kp2.keypoints, d2.keypoints.iter().map(KeypointMsg::from).collect::<Vec<_>>());
+
+    assert!(m1.matches.is_empty(), "first frame has nothing to match against");
+    assert_eq!(m2.header, header(2, "cam"));
+    assert_eq!(m2.previous_header, header(1, "cam"));
+    assert_eq!(m2.matches, dm);
+    assert!(!dm.is_empty(), "boat 1 -> 2 should match");
+    for m in &m2.matches {
+        assert!((m.query as usize) < kp2.keypoints.len() && (m.train as usize) < kp1.keypoints.len());
+    }
+    let stats = node.stats();
+    assert_eq!(stats.malformed, 0);
+    assert!(stats.processed >= 2);
+    node.stop();
+}
+
+#[test]
+fn malformed_messages_are_dropped_and_node_keeps_running() {
+    let domain = 112;
+    let node = start_node(domain, factory(), |c| c.params = test_params());
+    let client = Client::new(domain, "/", "/image");
+    client.wait_connected(LIMIT);
+    let small = resize_tile(&boat(1), 160, 120);
+    let good = mono8(&small, header(50, "cam"));
+    let bad = [
+        Image { data: vec![0; 100], ..mono8(&small, header(10, "bad-length")) },
+        Image { width: 0, step: 0, data: vec![], ..mono8(&small, header(11, "zero-width")) },
+        Image { encoding: "yuv422".into(), ..mono8(&small, header(12, "bad-encoding")) },
+        Image { width: 100_000, height: 100_000, step: 100_000, data: vec![1; 64], ..mono8(&small, header(13, "huge")) },
+        Image { step: 10, data: vec![0; 10 * 120], ..mono8(&small, header(14, "short-step")) },
+    ];
+    let deadline = Instant::now() + LIMIT;
+    // Best-effort delivery: resend the batch until the node has seen all of them.
+    while node.stats().malformed < bad.len() as u64 {
+        assert!(Instant::now() < deadline, "malformed messages never arrived: {:?}", node.stats());
+        for b in &bad {
+            client.images.publish(b.clone()).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (kp, m) = client.process(&good, LIMIT);
+    assert_eq!(kp.header, header(50, "cam"));
+    assert!(!kp.keypoints.is_empty());
+    assert!(m.matches.is_empty(), "malformed frames must not become the previous frame");
+    assert_eq!(m.previous_header, surfcl_ros::msg::Header::default());
+    // Nothing was published for a malformed stamp.
+    while let Ok(Some((k, _))) = client.keypoints.take() {
+        assert!(k.header.stamp.to_nanos() >= 50_000_000_000, "{:?}", k.header);
+    }
+    let s = node.stats();
+    assert!(s.malformed >= bad.len() as u64 && s.processed >= 1, "{s:?}");
+    node.stop();
+}
+
+#[test]
+fn parameters_apply_on_next_frame_and_bad_values_are_refused() {
+    let domain = 113;
+    let node = start_node(domain, factory(), |c| c.params = test_params());
+    let mut client = Client::new(domain, "/", "/image");
+    client.wait_connected(LIMIT);
+    let img = boat(1);
+    let (kp1, _) = client.process(&mono8(&img, header(1, "cam")), LIMIT);
+    let limit = (kp1.keypoints.len() / 3).max(1) as i64;
+
+    let results = set_param_calls(&mut client, node.fully_qualified_name(), vec![
+        ("octaves", ParameterValue::Integer(9)),
+        ("backend", ParameterValue::String("cuda".into())),
+        ("max_keypoints", ParameterValue::String("many".into())),
+    ]);
+    for (ok, reason) in &results {
+        assert!(!ok && !reason.is_empty(), "{results:?}");
+    }
+    assert_eq!(node.params(), test_params(), "refused values must not change anything");
+
+    let results = set_param_calls(&mut client, node.fully_qualified_name(), vec![
+        ("max_keypoints", ParameterValue::Integer(limit)),
+        ("descriptor", ParameterValue::String("q7".into())),
+    ]);
+    assert_eq!(results, vec![(true, String::new()); 2]);
+    let (kp2, _) = client.process(&mono8(&img, header(2, "cam")), LIMIT);
+    assert_eq!(kp2.keypoints.len() as i64, limit);
+    assert_eq!(kp2.keypoints[..], kp1.keypoints[..limit as usize], "the strongest are kept");
+    assert!(kp2.dropped as usize >= kp1.keypoints.len() - limit as usize);
+    assert!(kp2.descriptors.is_empty());
+    assert_eq!(kp2.descriptors_q7.len(), 64 * limit as usize);
+    let expect_q7: Vec<i8> = kp1.descriptors[..64 * limit as usize]
+        .iter()
+        .map(|f| (f * 127.0).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    assert_eq!(kp2.descriptors_q7, expect_q7);
+    node.stop();
+}
+
+fn set_param_calls(client: &mut Client, fqn: &str, params: Vec<(&str, ParameterValue)>) -> Vec<(bool, String)> {
+    let qos = QosProfile::publisher_default().history(History::KeepLast { depth: 1 });
+    let svc = client
+        .node
+        .create_client::<SetParametersRequest, SetParametersResponse>(
+            ServiceMapping::Enhanced,
+            &Name::new(fqn, "set_parameters").unwrap(),
+            &ServiceTypeName::new("rcl_interfaces", "SetParameters"),
+            qos.clone(),
+            qos,
+        )
+        .unwrap();
+    within(LIMIT, svc.wait_for_service(&client.node)).expect("set_parameters service not discovered");
+    let req = SetParametersRequest {
+        parameter: params
+            .into_iter()
+            .map(|(name, value)| Parameter { name: name.into(), value }.into())
+            .collect(),
+    };
+    let resp = within(LIMIT, svc.async_call_service(req)).expect("no reply").unwrap();
+    resp.results.into_iter().map(|r| (r.successful, r.reason)).collect()
+}
+
+#[test]
+fn namespace_remap_and_debug_image() {
+    let domain = 114;
+    let node = start_node(domain, factory(), |c| {
+        c.params = test_params();
+        c.params.debug_image = true;
+        c.namespace = "/robot".into();
+        c.node_name = "feat".into();
+        c.remaps = vec![("image".into(), "/camera/image_raw".into())];
+    });
+    assert_eq!(node.fully_qualified_name(), "/robot/feat");
+    let client = Client::new(domain, "/robot", "/camera/image_raw");
+    client.wait_connected(LIMIT);
+    let img = resize_tile(&boat(1), 200, 150);
+    let (kp, _) = client.process(&mono8(&img, header(7, "cam")), LIMIT);
+    assert!(!kp.keypoints.is_empty());
+    let dbg = take_stamped(&client.debug, kp.header.stamp, Duration::from_secs(10), |m| m.header.stamp)
+        .expect("no debug image");
+    assert_eq!((dbg.width, dbg.height, dbg.encoding.as_str(), dbg.step), (200, 150, "rgb8", 600));
+    assert_eq!(dbg.data.len(), 200 * 150 * 3);
+    // Away from the drawings the picture is the gray frame.
+    let gray_px = dbg.data.chunks(3).zip(&img.pixels).filter(|(p, g)| p == &[**g, **g, **g]).count();
+    assert!(gray_px > 200 * 150 / 2 && gray_px < 200 * 150, "{gray_px}");
+    node.stop();
+}
