@@ -1,1 +1,97 @@
-fn main() {}
+//! SURF on the CPU reference: integral image + detection + orientation + SURF-64 on the Oxford
+//! boat img1 (850x680), in `f32` and packed 8-bit mode, and the stages alone.
+//!
+//! Run: `cargo bench -p surfcl-core --bench core`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use surfcl_core::describe::describe_all;
+use surfcl_core::integral::integral_len;
+use surfcl_core::surf::{self, Precision, SurfConfig};
+use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
+
+/// Reads a binary PGM (P5, 8-bit, `#` comments allowed).
+fn read_pgm(path: &str) -> (Vec<u8>, usize, usize) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut fields = Vec::new();
+    let mut pos = 0;
+    while fields.len() < 4 {
+        while bytes[pos].is_ascii_whitespace() {
+            pos += 1;
+        }
+        if bytes[pos] == b'#' {
+            while bytes[pos] != b'\n' {
+                pos += 1;
+            }
+            continue;
+        }
+        let start = pos;
+        while !bytes[pos].is_ascii_whitespace() {
+            pos += 1;
+        }
+        fields.push(String::from_utf8_lossy(&bytes[start..pos]).into_owned());
+    }
+    pos += 1;
+    assert_eq!(fields[0], "P5");
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    (bytes[pos..pos + w * h].to_vec(), w, h)
+}
+
+fn bench(c: &mut Criterion) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/oxford-boat/img1.pgm");
+    let (pixels, w, h) = read_pgm(path);
+    let image = GrayImage::new(&pixels, w, h).unwrap();
+    let mut table = vec![0u32; integral_len(w, h).unwrap()];
+    let mut storage = vec![Keypoint::default(); 20_000];
+    let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; 20_000];
+
+    let mut group = c.benchmark_group("surf_boat_img1");
+    group.sample_size(20);
+    for (name, precision) in [("f32", Precision::F32), ("packed8", Precision::Packed8)] {
+        let config = SurfConfig {
+            precision,
+            ..SurfConfig::default()
+        };
+        let mut scratch = vec![0u32; surf::scratch_len(&config, w, h).unwrap()];
+        group.bench_function(format!("detect_describe_{name}"), |b| {
+            b.iter(|| {
+                let ii = IntegralImage::compute(&image, &mut table).unwrap();
+                let mut sink = KeypointBuffer::new(&mut storage);
+                surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+                let n = sink.len();
+                describe_all(&ii, sink.points_mut(), false, &mut descriptors[..n]).unwrap();
+                black_box(n)
+            })
+        });
+        group.bench_function(format!("detect_{name}"), |b| {
+            b.iter(|| {
+                let ii = IntegralImage::compute(&image, &mut table).unwrap();
+                let mut sink = KeypointBuffer::new(&mut storage);
+                surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+                black_box(sink.len())
+            })
+        });
+    }
+    // Description alone (oriented and upright) of the default f32 keypoints.
+    let config = SurfConfig::default();
+    let mut scratch = vec![0u32; surf::scratch_len(&config, w, h).unwrap()];
+    let ii = IntegralImage::compute(&image, &mut table).unwrap();
+    let mut sink = KeypointBuffer::new(&mut storage);
+    surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+    let mut points = sink.points().to_vec();
+    let n = points.len();
+    println!("boat img1: {n} keypoints at the default configuration");
+    for (name, upright) in [("describe_oriented", false), ("describe_upright", true)] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                describe_all(&ii, &mut points, upright, &mut descriptors[..n]).unwrap();
+                black_box(descriptors[0][0])
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -95,8 +95,7 @@ pub fn refine_candidate(
     laplacian: i8,
 ) -> Refinement {
     let v = cube[1][1][1];
-    // `!(v >= t)` also rejects NaN.
-    if !(v >= config.threshold) {
+    if !reaches(v, config.threshold) {
         return Refinement::BelowThreshold;
     }
     for (ds, plane) in cube.iter().enumerate() {
@@ -130,6 +129,15 @@ pub fn refine_candidate(
         sample_x: site.sx,
         sample_y: site.sy,
     })
+}
+
+/// `v >= threshold`, false for NaN.
+#[inline]
+fn reaches(v: f32, threshold: f32) -> bool {
+    matches!(
+        v.partial_cmp(&threshold),
+        Some(core::cmp::Ordering::Greater | core::cmp::Ordering::Equal)
+    )
 }
 
 /// `-H^-1 d` of the cube in `f64`, or `None` when `H` is singular.
@@ -296,12 +304,12 @@ fn scan_f32<S: KeypointSink>(
     let at = |sx: usize, sy: usize, i: usize| f32::from_bits(maps[(sy * gw + sx) * 4 + i]);
     let filters = octave_filters(ii, octave);
     let step = sample_step(config, octave) as i32;
-    for interval in 1..=2usize {
+    for (interval, filter) in filters.iter().enumerate().take(3).skip(1) {
         let border = nms_border(config, octave, interval as u32) as usize;
         for sy in border + 1..gh.saturating_sub(border) {
             for sx in border + 1..gw.saturating_sub(border) {
                 let v = at(sx, sy, interval);
-                if !(v >= config.threshold) {
+                if !reaches(v, config.threshold) {
                     continue;
                 }
                 stats.candidates += 1;
@@ -322,8 +330,7 @@ fn scan_f32<S: KeypointSink>(
                 if !is_max {
                     continue;
                 }
-                let (_, laplacian) =
-                    filters[interval].response(ii, sy as i32 * step, sx as i32 * step);
+                let (_, laplacian) = filter.response(ii, sy as i32 * step, sx as i32 * step);
                 let site = SampleSite {
                     octave: octave as u8,
                     interval: interval as u8,
