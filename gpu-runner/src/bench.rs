@@ -1,1 +1,1 @@
-//! `surfcl bench` (placeholder: being written by the OpenCL work).
+//! `surfcl bench` (being written).

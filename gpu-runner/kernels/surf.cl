@@ -1,0 +1,562 @@
+// surfcl: the SURF pipeline in OpenCL C 1.2.
+//
+// Every definition here reproduces docs/ARCHITECTURE.md (and surfcl-core): integer box sums
+// (wrapping u32 arithmetic on the integral image), the determinant in exact 64-bit integers,
+// one correctly rounded f32 multiply for the response, the packed 8-bit log-companded bytes,
+// strict 3x3x3 NMS, the Newton step of Brown & Lowe, OpenSURF's orientation and descriptor.
+// FP_CONTRACT is off so that no multiply-add is fused: the f32 results are then the same
+// IEEE operations, in the same order, as the Rust reference.
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double real_t;
+#else
+// Devices without doubles (some embedded boards) refine in f32: positions stay within the
+// tolerances, but a borderline keypoint may be kept/discarded differently from the CPU.
+typedef float real_t;
+#endif
+
+#define MAX_OCTAVES 6
+#define KP_WORDS 8
+#define DESC_LEN 64
+#define RECORD_WORDS (KP_WORDS + DESC_LEN)
+#define HEADER_WORDS 16
+// Header words of the result buffer (the host reads them back with the keypoints).
+#define H_CANDIDATES 0
+#define H_OVERFLOW 1
+
+// ---------------------------------------------------------------------------------------------
+// Integral image
+
+// One work-item per image row: the row prefix sums (the column pass adds the rows above).
+// Work-item 0 also clears row 0 and the counters of the result header, so a frame needs no
+// separate fill command.
+__kernel void integral_rows(__global const uchar* img, __global uint* integral, int width,
+                            int height, __global uint* result) {
+    int y = get_global_id(0);
+    int stride = width + 1;
+    if (y == 0) {
+        for (int x = 0; x < stride; ++x) integral[x] = 0u;
+        for (int k = 0; k < HEADER_WORDS; ++k) result[k] = 0u;
+    }
+    if (y >= height) return;
+    __global const uchar* row = img + (size_t)y * (size_t)width;
+    __global uint* out = integral + (size_t)(y + 1) * (size_t)stride;
+    uint sum = 0u;
+    out[0] = 0u;
+    for (int x = 0; x < width; ++x) {
+        sum += (uint)row[x];
+        out[x + 1] = sum;
+    }
+}
+
+// One work-item per column (adjacent work-items touch adjacent words: coalesced).
+__kernel void integral_cols(__global uint* integral, int width, int height) {
+    int c = get_global_id(0) + 1;
+    if (c > width) return;
+    int stride = width + 1;
+    uint acc = 0u;
+    for (int y = 1; y <= height; ++y) {
+        size_t i = (size_t)y * (size_t)stride + (size_t)c;
+        acc += integral[i];
+        integral[i] = acc;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Box filters
+
+inline uint box_sum(__global const uint* ii, int width, int height, int row, int col, int rows,
+                    int cols) {
+    int r0 = clamp(row, 0, height);
+    int r1 = clamp(row + rows, 0, height);
+    int c0 = clamp(col, 0, width);
+    int c1 = clamp(col + cols, 0, width);
+    if (r1 <= r0 || c1 <= c0) return 0u;
+    size_t s = (size_t)width + 1;
+    return ii[r1 * s + c1] - ii[r0 * s + c1] - ii[r1 * s + c0] + ii[r0 * s + c0];
+}
+
+inline int filter_size(int octave, int interval) {
+    return 3 * ((interval + 1) * (2 << octave) + 1);
+}
+
+// The exact determinant and the trace of the box-filter Hessian at pixel (r, c), filter L.
+inline long hessian_det(__global const uint* ii, int w, int h, int r, int c, int L,
+                        long* trace) {
+    int l = L / 3;
+    int b = (L - 1) / 2;
+    long dxx = (long)box_sum(ii, w, h, r - l + 1, c - b, 2 * l - 1, L) -
+               3 * (long)box_sum(ii, w, h, r - l + 1, c - l / 2, 2 * l - 1, l);
+    long dyy = (long)box_sum(ii, w, h, r - b, c - l + 1, L, 2 * l - 1) -
+               3 * (long)box_sum(ii, w, h, r - l / 2, c - l + 1, l, 2 * l - 1);
+    long dxy = (long)box_sum(ii, w, h, r - l, c + 1, l, l) +
+               (long)box_sum(ii, w, h, r + 1, c - l, l, l) -
+               (long)box_sum(ii, w, h, r - l, c - l, l, l) -
+               (long)box_sum(ii, w, h, r + 1, c + 1, l, l);
+    *trace = dxx + dyy;
+    return 100 * dxx * dyy - 81 * dxy * dxy;
+}
+
+// response = (f32)det * norm(L): two round-to-nearest-even steps, as on the CPU.
+inline float response_at(__global const uint* ii, int w, int h, int r, int c, int L, float norm,
+                         long* trace) {
+    long det = hessian_det(ii, w, h, r, c, L, trace);
+    return convert_float_rte(det) * norm;
+}
+
+// Geometry of the octaves of one frame. Octave o has a (w / step) x (h / step) grid; its
+// samples start at `offset[o]` in the per-sample buffers (all octaves back to back).
+typedef struct {
+    int gw[MAX_OCTAVES];
+    int gh[MAX_OCTAVES];
+    int step[MAX_OCTAVES];
+    int offset[MAX_OCTAVES + 1];
+} octaves_t;
+
+inline octaves_t octave_layout(int w, int h, int octaves, int step0) {
+    octaves_t o;
+    int off = 0;
+    for (int k = 0; k < MAX_OCTAVES; ++k) {
+        int step = step0 << k;
+        o.step[k] = step;
+        o.gw[k] = k < octaves ? w / step : 0;
+        o.gh[k] = k < octaves ? h / step : 0;
+        o.offset[k] = off;
+        off += o.gw[k] * o.gh[k];
+    }
+    o.offset[MAX_OCTAVES] = off;
+    return o;
+}
+
+inline int find_octave(const octaves_t* o, int gid) {
+    int k = 0;
+    while (k + 1 < MAX_OCTAVES && gid >= o->offset[k + 1]) ++k;
+    return k;
+}
+
+// Number of codes k in 1..=127 with response >= table[k] (table ascending): a binary search
+// for the last entry <= response.
+inline uint packed_code(float r, __global const float* table) {
+    uint lo = 0u, hi = 127u;
+    while (lo < hi) {
+        uint mid = (lo + hi + 1u) >> 1;
+        if (r >= table[mid]) lo = mid; else hi = mid - 1u;
+    }
+    return lo;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hessian responses, all octaves in one launch (one work-item per sample, 4 intervals each).
+// f32 mode: 4 planes per octave, `resp[4 * offset[o] + i * gw * gh + sy * gw + sx]`.
+// norms[o * 4 + i] = norm(L(o, i)).
+__kernel void hessian_f32(__global const uint* ii, int w, int h, int octaves, int step0,
+                          __global const float* norms, __global float* resp) {
+    int gid = get_global_id(0);
+    octaves_t o = octave_layout(w, h, octaves, step0);
+    if (gid >= o.offset[MAX_OCTAVES]) return;
+    int oc = find_octave(&o, gid);
+    int local_id = gid - o.offset[oc];
+    int gw = o.gw[oc], gh = o.gh[oc];
+    int sy = local_id / gw, sx = local_id - sy * gw;
+    int r = sy * o.step[oc], c = sx * o.step[oc];
+    size_t base = 4 * (size_t)o.offset[oc] + (size_t)local_id;
+    for (int i = 0; i < 4; ++i) {
+        long trace;
+        float v = response_at(ii, w, h, r, c, filter_size(oc, i), norms[oc * 4 + i], &trace);
+        resp[base + (size_t)i * (size_t)(gw * gh)] = v;
+    }
+}
+
+// Packed mode: one u32 word per sample, byte i = interval i (sign bit = trace < 0).
+// table[0..128): table[k] = threshold * 2^((k - 1) / 8) for k >= 1.
+__kernel void hessian_packed(__global const uint* ii, int w, int h, int octaves, int step0,
+                             __global const float* norms, __global const float* table,
+                             __global uint* packed) {
+    int gid = get_global_id(0);
+    octaves_t o = octave_layout(w, h, octaves, step0);
+    if (gid >= o.offset[MAX_OCTAVES]) return;
+    int oc = find_octave(&o, gid);
+    int local_id = gid - o.offset[oc];
+    int gw = o.gw[oc];
+    int sy = local_id / gw, sx = local_id - sy * gw;
+    int r = sy * o.step[oc], c = sx * o.step[oc];
+    uint word = 0u;
+    for (int i = 0; i < 4; ++i) {
+        long trace;
+        float v = response_at(ii, w, h, r, c, filter_size(oc, i), norms[oc * 4 + i], &trace);
+        uint byte = packed_code(v, table) | (trace < 0 ? 0x80u : 0u);
+        word |= byte << (8 * i);
+    }
+    packed[gid] = word;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-maximum suppression, interpolation and the atomic append of candidates.
+
+// Candidate record: 8 words (see KP_WORDS), plus a 64-bit sort key in its own array.
+// word 0..4: x, y, scale, orientation (0), response as f32 bits;
+// word 5: octave | interval << 8 | (laplacian as u8) << 16; word 6: sample_x; word 7: sample_y.
+
+// Sort key: ascending key == Keypoint::rank_cmp order (response descending by total order,
+// then octave, interval, sample row, sample column ascending). Fits 64 bits because the
+// interval of a candidate is 1 or 2 and sample coordinates are < 2^14.
+inline ulong rank_key(float response, int octave, int interval, int sy, int sx) {
+    uint bits = as_uint(response);
+    // f32::total_cmp as an unsigned order: flip all bits of negatives, the sign of positives.
+    uint ord = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+    uint desc = ~ord;
+    return ((ulong)desc << 32) | ((ulong)octave << 29) | ((ulong)(interval - 1) << 28) |
+           ((ulong)sy << 14) | (ulong)sx;
+}
+
+// Fit and append; v[dz][dy][dx] holds the 27 f32 responses around the centre.
+inline void refine_and_append(float v[3][3][3], int oc, int interval, int sy, int sx, int step,
+                              int laplacian, __global uint* cand, __global ulong* keys,
+                              uint capacity, __global uint* result) {
+    real_t m = (real_t)v[1][1][1];
+    real_t dx = ((real_t)v[1][1][2] - (real_t)v[1][1][0]) / 2;
+    real_t dy = ((real_t)v[1][2][1] - (real_t)v[1][0][1]) / 2;
+    real_t ds = ((real_t)v[2][1][1] - (real_t)v[0][1][1]) / 2;
+    real_t dxx = (real_t)v[1][1][2] + (real_t)v[1][1][0] - 2 * m;
+    real_t dyy = (real_t)v[1][2][1] + (real_t)v[1][0][1] - 2 * m;
+    real_t dss = (real_t)v[2][1][1] + (real_t)v[0][1][1] - 2 * m;
+    real_t dxy = ((real_t)v[1][2][2] - (real_t)v[1][2][0] - (real_t)v[1][0][2] +
+                  (real_t)v[1][0][0]) / 4;
+    real_t dxs = ((real_t)v[2][1][2] - (real_t)v[2][1][0] - (real_t)v[0][1][2] +
+                  (real_t)v[0][1][0]) / 4;
+    real_t dys = ((real_t)v[2][2][1] - (real_t)v[2][0][1] - (real_t)v[0][2][1] +
+                  (real_t)v[0][0][1]) / 4;
+    // H = [[dxx dxy dxs] [dxy dyy dys] [dxs dys dss]], offset = -H^-1 d by cofactors.
+    real_t c00 = dyy * dss - dys * dys;
+    real_t c01 = dxs * dys - dxy * dss;
+    real_t c02 = dxy * dys - dxs * dyy;
+    real_t c11 = dxx * dss - dxs * dxs;
+    real_t c12 = dxs * dxy - dxx * dys;
+    real_t c22 = dxx * dyy - dxy * dxy;
+    real_t det = dxx * c00 + dxy * c01 + dxs * c02;
+    if (det == 0 || !isfinite(det)) return;
+    real_t ox = -(c00 * dx + c01 * dy + c02 * ds) / det;
+    real_t oy = -(c01 * dx + c11 * dy + c12 * ds) / det;
+    real_t os = -(c02 * dx + c12 * dy + c22 * ds) / det;
+    if (!(fabs(ox) < 0.5 && fabs(oy) < 0.5 && fabs(os) < 0.5)) return;
+    int L = filter_size(oc, interval);
+    int Lp = filter_size(oc, interval - 1);
+    real_t x = ((real_t)sx + ox) * (real_t)step;
+    real_t y = ((real_t)sy + oy) * (real_t)step;
+    real_t scale = (real_t)0.1333 * ((real_t)L + os * (real_t)(L - Lp));
+    uint slot = atomic_inc(&result[H_CANDIDATES]);
+    if (slot >= capacity) {
+        atomic_inc(&result[H_OVERFLOW]);
+        return;
+    }
+    __global uint* rec = cand + (size_t)slot * KP_WORDS;
+    rec[0] = as_uint((float)x);
+    rec[1] = as_uint((float)y);
+    rec[2] = as_uint((float)scale);
+    rec[3] = as_uint(0.0f);
+    rec[4] = as_uint(v[1][1][1]);
+    rec[5] = (uint)oc | ((uint)interval << 8) | (((uint)(uchar)(char)laplacian) << 16);
+    rec[6] = (uint)sx;
+    rec[7] = (uint)sy;
+    keys[slot] = rank_key(v[1][1][1], oc, interval, sy, sx);
+}
+
+inline bool outside_border(int oc, int interval, int sx, int sy, int gw, int gh, int step) {
+    int border = (filter_size(oc, interval + 1) + 1) / (2 * step);
+    return sx <= border || sx >= gw - border || sy <= border || sy >= gh - border;
+}
+
+// One work-item per (sample, middle interval) of every octave: gid = 2 * sample + (i - 1).
+__kernel void nms_f32(__global const uint* ii, int w, int h, int octaves, int step0,
+                      float threshold, __global const float* resp, __global uint* cand,
+                      __global ulong* keys, uint capacity, __global uint* result) {
+    int gid = get_global_id(0);
+    octaves_t o = octave_layout(w, h, octaves, step0);
+    if (gid >= 2 * o.offset[MAX_OCTAVES]) return;
+    int sample = gid >> 1;
+    int interval = 1 + (gid & 1);
+    int oc = find_octave(&o, sample);
+    int local_id = sample - o.offset[oc];
+    int gw = o.gw[oc], gh = o.gh[oc], step = o.step[oc];
+    int sy = local_id / gw, sx = local_id - sy * gw;
+    if (outside_border(oc, interval, sx, sy, gw, gh, step)) return;
+    __global const float* base = resp + 4 * (size_t)o.offset[oc];
+    size_t plane = (size_t)(gw * gh);
+    float centre = base[(size_t)interval * plane + (size_t)local_id];
+    if (!(centre >= threshold)) return;
+    float v[3][3][3];
+    for (int dz = 0; dz < 3; ++dz)
+        for (int dy = 0; dy < 3; ++dy)
+            for (int dx = 0; dx < 3; ++dx) {
+                float n = base[(size_t)(interval - 1 + dz) * plane +
+                               (size_t)((sy - 1 + dy) * gw + (sx - 1 + dx))];
+                v[dz][dy][dx] = n;
+                if (!(dz == 1 && dy == 1 && dx == 1) && !(centre > n)) return;
+            }
+    // The Laplacian sign is only needed for the few maxima: recompute the trace here.
+    long trace;
+    (void)hessian_det(ii, w, h, sy * step, sx * step, filter_size(oc, interval), &trace);
+    refine_and_append(v, oc, interval, sy, sx, step, trace >= 0 ? 1 : -1, cand, keys, capacity,
+                      result);
+}
+
+inline uint packed_at(__global const uint* packed, int idx, int interval) {
+    return (packed[idx] >> (8 * interval)) & 0x7fu;
+}
+
+// Packed mode: screen with the 8-bit codes (non-strict), then recompute the 27 responses
+// exactly from the integral image and apply the f32 decision.
+__kernel void nms_packed(__global const uint* ii, int w, int h, int octaves, int step0,
+                         float threshold, __global const float* norms,
+                         __global const uint* packed, __global uint* cand,
+                         __global ulong* keys, uint capacity, __global uint* result) {
+    int gid = get_global_id(0);
+    octaves_t o = octave_layout(w, h, octaves, step0);
+    if (gid >= 2 * o.offset[MAX_OCTAVES]) return;
+    int sample = gid >> 1;
+    int interval = 1 + (gid & 1);
+    int oc = find_octave(&o, sample);
+    int local_id = sample - o.offset[oc];
+    int gw = o.gw[oc], gh = o.gh[oc], step = o.step[oc];
+    int sy = local_id / gw, sx = local_id - sy * gw;
+    if (outside_border(oc, interval, sx, sy, gw, gh, step)) return;
+    int base = o.offset[oc];
+    uint code = packed_at(packed, sample, interval);
+    if (code == 0u) return;
+    for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+            uint word = packed[base + (sy + dy) * gw + sx + dx];
+            for (int dz = -1; dz <= 1; ++dz) {
+                if (((word >> (8 * (interval + dz))) & 0x7fu) > code) return;
+            }
+        }
+    float v[3][3][3];
+    float centre = 0.0f;
+    int laplacian = 1;
+    for (int dz = 0; dz < 3; ++dz) {
+        int L = filter_size(oc, interval - 1 + dz);
+        float norm = norms[oc * 4 + interval - 1 + dz];
+        for (int dy = 0; dy < 3; ++dy)
+            for (int dx = 0; dx < 3; ++dx) {
+                long trace;
+                v[dz][dy][dx] = response_at(ii, w, h, (sy - 1 + dy) * step,
+                                            (sx - 1 + dx) * step, L, norm, &trace);
+                if (dz == 1 && dy == 1 && dx == 1) laplacian = trace >= 0 ? 1 : -1;
+            }
+    }
+    centre = v[1][1][1];
+    if (!(centre >= threshold)) return;
+    for (int dz = 0; dz < 3; ++dz)
+        for (int dy = 0; dy < 3; ++dy)
+            for (int dx = 0; dx < 3; ++dx)
+                if (!(dz == 1 && dy == 1 && dx == 1) && !(centre > v[dz][dy][dx])) return;
+    refine_and_append(v, oc, interval, sy, sx, step, laplacian, cand, keys, capacity, result);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strongest-N selection: the rank of a candidate is the number of candidates with a smaller
+// key (keys are unique: one candidate per sample). Keys are streamed through local memory in
+// tiles. The kept candidates land at their rank, i.e. already sorted.
+__kernel void select_strongest(__global const uint* cand, __global const ulong* keys,
+                               uint capacity, uint max_keypoints, __global uint* result,
+                               __local ulong* tile) {
+    uint n = min(result[H_CANDIDATES], capacity);
+    uint lsz = get_local_size(0);
+    uint lid = get_local_id(0);
+    uint i = get_global_id(0);
+    // Uniform per work-group: whole groups past the candidates leave before any barrier.
+    if (get_group_id(0) * lsz >= n) return;
+    ulong mine = i < n ? keys[i] : 0ul;
+    uint rank = 0u;
+    for (uint base = 0u; base < n; base += lsz) {
+        uint j = base + lid;
+        tile[lid] = j < n ? keys[j] : ~0ul;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint count = min(lsz, n - base);
+        for (uint k = 0u; k < count; ++k) rank += tile[k] < mine ? 1u : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i < n && rank < max_keypoints) {
+        __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
+        __global const uint* src = cand + (size_t)i * KP_WORDS;
+        for (int k = 0; k < KP_WORDS; ++k) dst[k] = src[k];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orientation and descriptor
+
+inline float haar_x(__global const uint* ii, int w, int h, int row, int col, int s) {
+    long v = (long)box_sum(ii, w, h, row - s / 2, col, s, s / 2) -
+             (long)box_sum(ii, w, h, row - s / 2, col - s / 2, s, s / 2);
+    return (float)v;
+}
+
+inline float haar_y(__global const uint* ii, int w, int h, int row, int col, int s) {
+    long v = (long)box_sum(ii, w, h, row, col - s / 2, s / 2, s) -
+             (long)box_sum(ii, w, h, row - s / 2, col - s / 2, s / 2, s);
+    return (float)v;
+}
+
+#define ORI_SAMPLES 109
+#define ORI_WINDOWS 42
+#define PI_F 3.14159f
+
+// OpenSURF's getAngle: the angle of (x, y) in [0, 2 pi).
+inline float get_angle(float x, float y) {
+    if (x > 0 && y >= 0) return atan(y / x);
+    if (x < 0 && y >= 0) return PI_F - atan(-y / x);
+    if (x < 0 && y < 0) return PI_F + atan(y / x);
+    if (x > 0 && y < 0) return 2 * PI_F - atan(-y / x);
+    return 0;
+}
+
+inline uint kept_count(__global const uint* result, uint capacity, uint max_keypoints) {
+    return min(min(result[H_CANDIDATES], capacity), max_keypoints);
+}
+
+// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, gauss) of
+// the 109 samples in OpenSURF's order.
+__kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
+                          uint max_keypoints, __global const float4* ori_table,
+                          __global uint* result) {
+    __local float rx[ORI_SAMPLES];
+    __local float ry[ORI_SAMPLES];
+    __local float ang[ORI_SAMPLES];
+    __local float sum_x[ORI_WINDOWS];
+    __local float sum_y[ORI_WINDOWS];
+    uint n = kept_count(result, capacity, max_keypoints);
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
+        __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
+        float x = as_float(rec[0]), y = as_float(rec[1]), scale = as_float(rec[2]);
+        int s = (int)round(scale);
+        int r = (int)round(y), c = (int)round(x);
+        for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
+            float4 t = ori_table[k];
+            int i = (int)t.x, j = (int)t.y;
+            float g = t.z;
+            float vx = g * haar_x(ii, w, h, r + j * s, c + i * s, 4 * s);
+            float vy = g * haar_y(ii, w, h, r + j * s, c + i * s, 4 * s);
+            rx[k] = vx;
+            ry[k] = vy;
+            ang[k] = get_angle(vx, vy);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint wdx = lid; wdx < ORI_WINDOWS; wdx += lsz) {
+            // ang1 as OpenSURF accumulates it: 0.15f added wdx times.
+            float ang1 = 0.0f;
+            for (uint q = 0; q < wdx; ++q) ang1 += 0.15f;
+            float ang2 = ang1 + PI_F / 3.0f > 2 * PI_F ? ang1 - 5.0f * PI_F / 3.0f
+                                                       : ang1 + PI_F / 3.0f;
+            float sx = 0.0f, sy = 0.0f;
+            for (int k = 0; k < ORI_SAMPLES; ++k) {
+                float a = ang[k];
+                bool inside = (ang1 < ang2 && ang1 < a && a < ang2) ||
+                              (ang2 < ang1 && ((a > 0 && a < ang2) || (a > ang1 && a < 2 * PI_F)));
+                if (inside) {
+                    sx += rx[k];
+                    sy += ry[k];
+                }
+            }
+            sum_x[wdx] = sx;
+            sum_y[wdx] = sy;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            float best = 0.0f, orientation = 0.0f;
+            for (int k = 0; k < ORI_WINDOWS; ++k) {
+                float m = sum_x[k] * sum_x[k] + sum_y[k] * sum_y[k];
+                if (m > best) {
+                    best = m;
+                    orientation = get_angle(sum_x[k], sum_y[k]);
+                }
+            }
+            rec[3] = as_uint(orientation);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+inline float gaussian(float x, float y, float sig) {
+    return 1.0f / (2.0f * PI_F * sig * sig) * exp(-(x * x + y * y) / (2.0f * sig * sig));
+}
+
+#define DESC_SAMPLES 1296
+
+// One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
+// memory (10 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
+__kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
+                         uint max_keypoints, int upright, __global uint* result) {
+    __local float2 rr[DESC_SAMPLES];
+    __local float sub[DESC_LEN];
+    __local float inv_len;
+    uint n = kept_count(result, capacity, max_keypoints);
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
+        __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
+        float scale = as_float(rec[2]);
+        int xi = (int)round(as_float(rec[0]));
+        int yi = (int)round(as_float(rec[1]));
+        float co = 1.0f, si = 0.0f;
+        if (!upright) {
+            float ori = as_float(rec[3]);
+#ifdef cl_khr_fp64
+            co = (float)cos((double)ori);
+            si = (float)sin((double)ori);
+#else
+            co = cos(ori);
+            si = sin(ori);
+#endif
+        }
+        int haar = 2 * (int)round(scale);
+        float x = (float)xi, y = (float)yi;
+        for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
+            int region = t / 81, idx = t - region * 81;
+            int ib = region / 4, jb = region - ib * 4;
+            int i = -12 + 5 * ib, j = -12 + 5 * jb;
+            int k = i + idx / 9, l = j + idx % 9;
+            int ix = i + 5, jx = j + 5;
+            int xs = (int)round(x + (-(float)jx * scale * si + (float)ix * scale * co));
+            int ys = (int)round(y + ((float)jx * scale * co + (float)ix * scale * si));
+            int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
+            int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
+            float g = gaussian((float)(xs - sample_x), (float)(ys - sample_y), 2.5f * scale);
+            float vx = haar_x(ii, w, h, sample_y, sample_x, haar);
+            float vy = haar_y(ii, w, h, sample_y, sample_x, haar);
+            rr[t] = (float2)(g * (-vx * si + vy * co), g * (vx * co + vy * si));
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint region = lid; region < 16; region += lsz) {
+            float dx = 0.0f, dy = 0.0f, mdx = 0.0f, mdy = 0.0f;
+            for (int t = 0; t < 81; ++t) {
+                float2 v = rr[region * 81 + t];
+                dx += v.x;
+                dy += v.y;
+                mdx += fabs(v.x);
+                mdy += fabs(v.y);
+            }
+            int ib = region / 4, jb = region - ib * 4;
+            float cx = (float)ib + 0.5f, cy = (float)jb + 0.5f;
+            float g2 = gaussian(cx - 2.0f, cy - 2.0f, 1.5f);
+            sub[region * 4 + 0] = dx * g2;
+            sub[region * 4 + 1] = dy * g2;
+            sub[region * 4 + 2] = mdx * g2;
+            sub[region * 4 + 3] = mdy * g2;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            float len = 0.0f;
+            for (int k = 0; k < DESC_LEN; ++k) len += sub[k] * sub[k];
+            len = sqrt(len);
+            inv_len = len > 0.0f ? len : 1.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint k = lid; k < DESC_LEN; k += lsz) {
+            rec[KP_WORDS + k] = as_uint(sub[k] / inv_len);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}

@@ -1,0 +1,440 @@
+//! The fused distance + 2-NN matcher on an OpenCL device.
+//!
+//! The kernels (`kernels/match.cl`) compute, per query, the best and second-best distance keys
+//! and the best train index exactly as `surfcl_core::matcher` defines them (the `f32` squared
+//! distance in the core's 16-lane order, bit for bit; the Q7 distance in integers; ties to the
+//! lower index). With the mutual check, a second launch with the roles swapped gives the nearest
+//! query of every train. The few per-query decisions (ratio test, maximum distance, mutual) then
+//! run on the host with the core's formulas, so the matches are identical to the CPU's.
+
+use std::time::Instant;
+
+use ocl::flags::MemFlags;
+use ocl::{Buffer, Event, Kernel, OclPrm, Program};
+use surfcl_core::matcher::{Match, MatchConfig};
+use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
+
+use super::enqueue::launch;
+use super::pipeline::{Gpu, event_ms};
+use super::OpenClError;
+use crate::backend::StageTiming;
+
+const MATCH_CL: &str = include_str!("../../kernels/match.cl");
+
+/// Per-query 2-NN result: best train index (`u32::MAX`: no compatible train) and the best and
+/// second-best distance keys (`u32::MAX` when absent), as the core defines the keys.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NearestNeighbours {
+    /// Best train index per query.
+    pub best: Vec<u32>,
+    /// Best key per query.
+    pub k1: Vec<u32>,
+    /// Second-best key per query.
+    pub k2: Vec<u32>,
+}
+
+/// Timings of one matching call.
+#[derive(Debug, Clone, Default)]
+pub struct MatchTimings {
+    /// Device time per stage (upload, kernels, readback), ms.
+    pub stages: Vec<StageTiming>,
+    /// Host wall time of the call, ms.
+    pub wall_ms: f64,
+}
+
+/// Device buffers for one descriptor format, grown on demand.
+#[derive(Debug)]
+struct Side<T: OclPrm> {
+    desc: Buffer<T>,
+    sign: Buffer<i8>,
+    capacity: usize,
+}
+
+/// The OpenCL 2-NN matcher. Buffers grow to the largest sets seen and are then reused.
+#[derive(Debug)]
+pub struct GpuMatcher {
+    gpu: Gpu,
+    program: Program,
+    local_f32: usize,
+    local_q7: usize,
+    f32_sides: Option<(Side<f32>, Side<f32>)>,
+    q7_sides: Option<(Side<i8>, Side<i8>)>,
+    out: Option<(Buffer<u32>, usize)>,
+}
+
+/// Element types the kernels take, with their kernel names.
+trait Element: OclPrm {
+    const KERNEL: &'static str;
+}
+impl Element for f32 {
+    const KERNEL: &'static str = "nn2_f32";
+}
+impl Element for i8 {
+    const KERNEL: &'static str = "nn2_q7";
+}
+
+impl GpuMatcher {
+    /// Makes a matcher on the device chosen by `spec` (see [`super::open`]).
+    pub fn open(spec: Option<&str>) -> Result<Self, OpenClError> {
+        Self::new(Gpu::new(super::select(spec)?)?)
+    }
+
+    pub(crate) fn new(gpu: Gpu) -> Result<Self, OpenClError> {
+        let program = gpu.program("match.cl", MATCH_CL)?;
+        let local_mem = gpu.selected.info.local_mem_bytes as usize;
+        // A tile holds `local` descriptors plus their signs; keep a little local memory spare.
+        let fit = |bytes_per: usize| {
+            if local_mem == 0 {
+                64
+            } else {
+                (local_mem.saturating_sub(256) / bytes_per).clamp(1, 64)
+            }
+        };
+        let max_wg = gpu.selected.info.max_work_group_size.max(1);
+        Ok(Self {
+            local_f32: fit(64 * 4 + 1).min(max_wg),
+            local_q7: fit(64 + 1).min(max_wg),
+            gpu,
+            program,
+            f32_sides: None,
+            q7_sides: None,
+            out: None,
+        })
+    }
+
+    /// The device, as "platform / device".
+    pub fn device_name(&self) -> String {
+        format!(
+            "{} / {}",
+            self.gpu.selected.info.platform, self.gpu.selected.info.name
+        )
+    }
+
+    fn side<T: OclPrm>(gpu: &Gpu, len: usize) -> Result<Side<T>, OpenClError> {
+        let ro = MemFlags::new().read_only();
+        Ok(Side {
+            desc: gpu.buffer::<T>("descriptors", len * 64, ro)?,
+            sign: gpu.buffer::<i8>("laplacian signs", len, ro)?,
+            capacity: len,
+        })
+    }
+
+    fn ensure_out(&mut self, words: usize) -> Result<(), OpenClError> {
+        if self.out.as_ref().is_none_or(|(_, cap)| *cap < words) {
+            let buf = self
+                .gpu
+                .buffer::<u32>("match results", words, MemFlags::new().read_write())?;
+            self.out = Some((buf, words));
+        }
+        Ok(())
+    }
+
+    /// Runs the 2-NN kernels on flat descriptors (`64` per entry) and signs; returns the forward
+    /// result and, with `reverse`, the nearest query of each train.
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: Element>(
+        &mut self,
+        sides: (&Side<T>, &Side<T>),
+        query: (&[T], &[i8]),
+        train: (&[T], &[i8]),
+        reverse: bool,
+        local: usize,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        let (nq, nt) = (query.1.len(), train.1.len());
+        let words = 3 * (nq + if reverse { nt } else { 0 });
+        self.ensure_out(words.max(1))?;
+        let Some((out, _)) = self.out.as_ref() else {
+            return Err(OpenClError::Unsupported("no result buffer".into()));
+        };
+        let mut events: Vec<(&'static str, Event)> = Vec::new();
+        let up = |e: ocl::Error| OpenClError::runtime("upload descriptors")(e);
+        for (side, (desc, sign)) in [(sides.0, query), (sides.1, train)] {
+            if !sign.is_empty() {
+                let mut ev = Event::empty();
+                side.desc.write(desc).enew(&mut ev).enq().map_err(up)?;
+                events.push(("upload", ev));
+                let mut ev = Event::empty();
+                side.sign.write(sign).enew(&mut ev).enq().map_err(up)?;
+                events.push(("upload", ev));
+            }
+        }
+        let make = |a: &Side<T>, na: usize, b: &Side<T>, nb: usize, base: usize| {
+            Kernel::builder()
+                .program(&self.program)
+                .name(T::KERNEL)
+                .queue(self.gpu.queue.clone())
+                .arg(&a.desc)
+                .arg(&a.sign)
+                .arg(na as u32)
+                .arg(&b.desc)
+                .arg(&b.sign)
+                .arg(nb as u32)
+                .arg(out)
+                .arg(base as u32)
+                .arg_local::<T>(local * 64)
+                .arg_local::<i8>(local)
+                .build()
+                .map_err(OpenClError::runtime("build matcher kernel"))
+        };
+        if nq > 0 {
+            let k = make(sides.0, nq, sides.1, nt, 0)?;
+            let mut ev = Event::empty();
+            launch(&k, nq, local, &mut ev)?;
+            events.push(("match_2nn", ev));
+        }
+        if reverse && nt > 0 {
+            let k = make(sides.1, nt, sides.0, nq, 3 * nq)?;
+            let mut ev = Event::empty();
+            launch(&k, nt, local, &mut ev)?;
+            events.push(("match_reverse", ev));
+        }
+        let mut host = vec![0u32; words];
+        if words > 0 {
+            let mut ev = Event::empty();
+            out.read(&mut host)
+                .enew(&mut ev)
+                .enq()
+                .map_err(OpenClError::runtime("read back matches"))?;
+            events.push(("readback", ev));
+        }
+        for (name, ev) in &events {
+            let ms = event_ms(ev)?;
+            match timings.last_mut() {
+                Some(t) if t.name == *name => t.ms += ms,
+                _ => timings.push(StageTiming {
+                    name: (*name).to_string(),
+                    ms,
+                }),
+            }
+        }
+        let split = |words: &[u32]| NearestNeighbours {
+            best: words.chunks_exact(3).map(|c| c[0]).collect(),
+            k1: words.chunks_exact(3).map(|c| c[1]).collect(),
+            k2: words.chunks_exact(3).map(|c| c[2]).collect(),
+        };
+        let fwd = split(&host[..3 * nq]);
+        let rev = reverse.then(|| split(&host[3 * nq..]));
+        Ok((fwd, rev))
+    }
+
+    /// The raw 2-NN of `f32` descriptors (signs: 0 = compatible with anything), with the
+    /// reverse nearest queries when `reverse`.
+    pub fn nearest_f32(
+        &mut self,
+        query: &[Descriptor],
+        query_signs: &[i8],
+        train: &[Descriptor],
+        train_signs: &[i8],
+        reverse: bool,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        check_lengths(query.len(), query_signs.len(), train.len(), train_signs.len())?;
+        let need = (query.len().max(1), train.len().max(1));
+        if self
+            .f32_sides
+            .as_ref()
+            .is_none_or(|(a, b)| a.capacity < need.0 || b.capacity < need.1)
+        {
+            self.f32_sides = Some((
+                Self::side(&self.gpu, need.0)?,
+                Self::side(&self.gpu, need.1)?,
+            ));
+        }
+        let sides = self.f32_sides.take();
+        let result = match &sides {
+            Some((a, b)) => self.run(
+                (a, b),
+                (query.as_flattened(), query_signs),
+                (train.as_flattened(), train_signs),
+                reverse,
+                self.local_f32,
+                timings,
+            ),
+            None => Err(OpenClError::Unsupported("no descriptor buffers".into())),
+        };
+        self.f32_sides = sides;
+        result
+    }
+
+    /// The raw 2-NN of Q7 descriptors (see [`GpuMatcher::nearest_f32`]).
+    pub fn nearest_q7(
+        &mut self,
+        query: &[DescriptorQ7],
+        query_signs: &[i8],
+        train: &[DescriptorQ7],
+        train_signs: &[i8],
+        reverse: bool,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        check_lengths(query.len(), query_signs.len(), train.len(), train_signs.len())?;
+        let need = (query.len().max(1), train.len().max(1));
+        if self
+            .q7_sides
+            .as_ref()
+            .is_none_or(|(a, b)| a.capacity < need.0 || b.capacity < need.1)
+        {
+            self.q7_sides = Some((
+                Self::side(&self.gpu, need.0)?,
+                Self::side(&self.gpu, need.1)?,
+            ));
+        }
+        let sides = self.q7_sides.take();
+        let result = match &sides {
+            Some((a, b)) => self.run(
+                (a, b),
+                (query.as_flattened(), query_signs),
+                (train.as_flattened(), train_signs),
+                reverse,
+                self.local_q7,
+                timings,
+            ),
+            None => Err(OpenClError::Unsupported("no descriptor buffers".into())),
+        };
+        self.q7_sides = sides;
+        result
+    }
+
+    /// Matches `f32` descriptors with the semantics of `surfcl_core::matcher::match_f32`.
+    pub fn match_f32(
+        &mut self,
+        query_kps: &[Keypoint],
+        query: &[Descriptor],
+        train_kps: &[Keypoint],
+        train: &[Descriptor],
+        config: &MatchConfig,
+        timings: &mut MatchTimings,
+    ) -> Result<Vec<Match>, OpenClError> {
+        let t0 = Instant::now();
+        let (qs, ts) = signs(query_kps, train_kps, config)?;
+        let (fwd, rev) =
+            self.nearest_f32(query, &qs, train, &ts, config.cross_check, &mut timings.stages)?;
+        let out = decide(&fwd, rev.as_ref(), config, Metric::F32);
+        timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok(out)
+    }
+
+    /// Matches Q7 descriptors with the semantics of `surfcl_core::matcher::match_q7`.
+    pub fn match_q7(
+        &mut self,
+        query_kps: &[Keypoint],
+        query: &[DescriptorQ7],
+        train_kps: &[Keypoint],
+        train: &[DescriptorQ7],
+        config: &MatchConfig,
+        timings: &mut MatchTimings,
+    ) -> Result<Vec<Match>, OpenClError> {
+        let t0 = Instant::now();
+        let (qs, ts) = signs(query_kps, train_kps, config)?;
+        let (fwd, rev) =
+            self.nearest_q7(query, &qs, train, &ts, config.cross_check, &mut timings.stages)?;
+        let out = decide(&fwd, rev.as_ref(), config, Metric::Q7);
+        timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok(out)
+    }
+}
+
+fn check_lengths(q: usize, qs: usize, t: usize, ts: usize) -> Result<(), OpenClError> {
+    if q != qs || t != ts {
+        return Err(OpenClError::Unsupported(format!(
+            "{q} query descriptors with {qs} signs, {t} train descriptors with {ts} signs"
+        )));
+    }
+    if q >= u32::MAX as usize || t >= u32::MAX as usize {
+        return Err(OpenClError::Unsupported("too many descriptors".into()));
+    }
+    Ok(())
+}
+
+/// The Laplacian signs the kernels compare: the keypoints' signs, or all 0 (compatible with
+/// anything) when the sign test is off.
+fn signs(
+    query: &[Keypoint],
+    train: &[Keypoint],
+    config: &MatchConfig,
+) -> Result<(Vec<i8>, Vec<i8>), OpenClError> {
+    config
+        .validate()
+        .map_err(|e| OpenClError::Unsupported(format!("matcher configuration: {e}")))?;
+    let get = |k: &[Keypoint]| {
+        k.iter()
+            .map(|p| if config.sign_test { p.laplacian } else { 0 })
+            .collect()
+    };
+    Ok((get(query), get(train)))
+}
+
+/// Which distance the keys encode.
+#[derive(Debug, Clone, Copy)]
+enum Metric {
+    F32,
+    Q7,
+}
+
+impl Metric {
+    fn distance(self, key: u32) -> f32 {
+        match self {
+            Metric::F32 => f32::from_bits(key).sqrt(),
+            Metric::Q7 => (key as f32).sqrt() / 127.0,
+        }
+    }
+    fn ratio_pass(self, k1: u32, k2: u32, ratio: f32) -> bool {
+        match self {
+            Metric::F32 => self.distance(k1) < ratio * self.distance(k2),
+            Metric::Q7 => ratio_pass_exact(k1, k2, ratio),
+        }
+    }
+}
+
+/// `k1 < ratio^2 * k2` exactly (the core's Q7 ratio test, core/src/matcher.rs).
+fn ratio_pass_exact(k1: u32, k2: u32, ratio: f32) -> bool {
+    let bits = ratio.to_bits();
+    let biased = (bits >> 23) & 0xff;
+    let frac = bits & 0x7f_ffff;
+    let (m, e) = if biased == 0 {
+        (frac, 149u32)
+    } else {
+        (frac | 0x80_0000, 150 - biased.min(150))
+    };
+    let rhs = u128::from(m) * u128::from(m) * u128::from(k2);
+    let shift = 2 * e;
+    if shift > 95 {
+        return k1 == 0 && rhs > 0;
+    }
+    (u128::from(k1) << shift) < rhs
+}
+
+/// The core's per-query decisions on the device's 2-NN (core/src/matcher.rs,
+/// `match_range_impl`): no candidate, ratio test, maximum distance, then the mutual check.
+fn decide(
+    fwd: &NearestNeighbours,
+    rev: Option<&NearestNeighbours>,
+    config: &MatchConfig,
+    metric: Metric,
+) -> Vec<Match> {
+    let mut out = Vec::new();
+    for q in 0..fwd.best.len() {
+        let (t, k1, k2) = (fwd.best[q], fwd.k1[q], fwd.k2[q]);
+        if k1 == u32::MAX || t == u32::MAX {
+            continue;
+        }
+        if config.ratio < 1.0 && k2 != u32::MAX && !metric.ratio_pass(k1, k2, config.ratio) {
+            continue;
+        }
+        let distance = metric.distance(k1);
+        if config.max_distance.is_some_and(|max| !(distance <= max)) {
+            continue;
+        }
+        if let Some(rev) = rev {
+            if rev.best.get(t as usize) != Some(&(q as u32)) {
+                continue;
+            }
+        }
+        out.push(Match {
+            query: q as u32,
+            train: t,
+            distance,
+        });
+    }
+    out
+}

@@ -1,0 +1,778 @@
+//! The per-frame SURF pipeline on one OpenCL device.
+//!
+//! A [`Pipeline`] is made once for a device, a maximum frame size, the SURF parameters and a
+//! keypoint capacity, and reused for every frame: every device buffer is allocated at creation,
+//! so a frame costs one upload, nine kernels on one in-order queue (no host synchronisation in
+//! between) and normally one readback of the header, keypoints and descriptors together.
+//!
+//! Stages (all octaves per launch):
+//! 1. `integral_rows`, `integral_cols`: the exact `u32` integral image (row 0 clears the result
+//!    header, so no separate fill is needed);
+//! 2. `hessian_f32` or `hessian_packed`: the box-filter responses of the 4 intervals of every
+//!    sample, as 4 `f32` planes or one `u32` word of 4 log-companded bytes;
+//! 3. `nms_f32` or `nms_packed`: threshold, 3x3x3 NMS (packed: screening on the codes, then an
+//!    exact recompute of the 27 responses), the sub-pixel fit, and an atomic append into the
+//!    candidate buffer;
+//! 4. `select_strongest`: each candidate's rank in the total order of `Keypoint::rank_cmp`
+//!    (count of smaller 64-bit keys); the strongest `max_keypoints` land at their rank, sorted;
+//! 5. `orientation` (unless upright) and `descriptor`: one work-group per keypoint.
+//!
+//! The candidate buffer holds `sum over octaves of ceil(gw/2) * ceil(gh/2)` entries: two strict
+//! 3x3x3 maxima of one octave can never be neighbours (each would have to exceed the other), so
+//! their grid positions are pairwise at least 2 apart and no frame can produce more. The result is
+//! therefore independent of the order in which work-items append.
+
+use std::time::Instant;
+
+use ocl::enums::{KernelWorkGroupInfo, KernelWorkGroupInfoResult, ProfilingInfo};
+use ocl::flags::{CommandQueueProperties, MemFlags};
+use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
+use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, response_norm};
+use surfcl_core::{DESCRIPTOR_LEN, Descriptor, GrayImage, Keypoint};
+
+use super::enqueue::launch;
+use super::{OpenClError, Selected};
+use crate::backend::StageTiming;
+
+const SURF_CL: &str = include_str!("../../kernels/surf.cl");
+
+/// Words of the result header (must match `HEADER_WORDS` in surf.cl).
+const HEADER_WORDS: usize = 16;
+/// Words of one keypoint record (`KP_WORDS`).
+const KP_WORDS: usize = 8;
+/// Words of a keypoint record plus its descriptor (`RECORD_WORDS`).
+const RECORD_WORDS: usize = KP_WORDS + DESCRIPTOR_LEN;
+/// Octaves the kernels support (`MAX_OCTAVES`).
+pub(crate) const MAX_OCTAVES: usize = 6;
+/// Samples of the orientation window (`ORI_SAMPLES`).
+const ORI_SAMPLES: usize = 109;
+
+/// What a [`Pipeline`] is made for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PipelineConfig {
+    /// Largest frame width.
+    pub max_width: usize,
+    /// Largest frame height.
+    pub max_height: usize,
+    /// SURF parameters (validated with `SurfConfig::validate` at creation).
+    pub surf: SurfConfig,
+    /// Capacity: the strongest `max_keypoints` are kept.
+    pub max_keypoints: usize,
+    /// Work-group size to use (clamped to what the device and each kernel allow); `None`: 64.
+    /// Results do not depend on it (the tests check that).
+    pub local_size: Option<usize>,
+}
+
+/// The result of one frame.
+#[derive(Debug, Clone, Default)]
+pub struct DetectOutput {
+    /// Keypoints, strongest first.
+    pub keypoints: Vec<Keypoint>,
+    /// Unit-length descriptors, same order.
+    pub descriptors: Vec<Descriptor>,
+    /// Candidates found (after NMS and interpolation), before the strongest-N selection.
+    pub candidates: usize,
+    /// Candidates not kept because of `max_keypoints`.
+    pub dropped: usize,
+    /// Device time per stage from profiling events (ms), in execution order.
+    pub timings: Vec<StageTiming>,
+    /// Host wall time of the whole frame: upload, kernels and readback (ms).
+    pub wall_ms: f64,
+}
+
+/// Sampling grid of each octave for a frame size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grids {
+    pub gw: [usize; MAX_OCTAVES],
+    pub gh: [usize; MAX_OCTAVES],
+    pub total: usize,
+}
+
+impl Grids {
+    pub(crate) fn new(width: usize, height: usize, surf: &SurfConfig) -> Self {
+        let mut g = Grids {
+            gw: [0; MAX_OCTAVES],
+            gh: [0; MAX_OCTAVES],
+            total: 0,
+        };
+        for o in 0..usize::from(surf.octaves).min(MAX_OCTAVES) {
+            let step = usize::from(surf.init_sample_step) << o;
+            g.gw[o] = width / step;
+            g.gh[o] = height / step;
+            g.total += g.gw[o] * g.gh[o];
+        }
+        g
+    }
+    /// Upper bound of the strict 3x3x3 maxima of a frame (module docs).
+    fn max_candidates(&self) -> usize {
+        (0..MAX_OCTAVES)
+            .map(|o| self.gw[o].div_ceil(2) * self.gh[o].div_ceil(2))
+            .sum()
+    }
+}
+
+/// Filter size `L(o, i)` (ARCHITECTURE.md).
+pub(crate) fn filter_size(octave: usize, interval: usize) -> usize {
+    3 * ((interval + 1) * (2 << octave) + 1)
+}
+
+/// OpenSURF's `gaussian(x, y, sig)` in `f32`.
+fn gaussian(x: f32, y: f32, sig: f32) -> f32 {
+    1.0 / (2.0 * std::f32::consts::PI * sig * sig) * (-(x * x + y * y) / (2.0 * sig * sig)).exp()
+}
+
+/// The 109 orientation samples `(i, j, gauss(i, j, 2.5))` in OpenSURF's order.
+fn orientation_table() -> Vec<f32> {
+    let mut t = Vec::with_capacity(ORI_SAMPLES * 4);
+    for i in -6i32..=6 {
+        for j in -6i32..=6 {
+            if i * i + j * j < 36 {
+                t.extend_from_slice(&[i as f32, j as f32, gaussian(i as f32, j as f32, 2.5), 0.0]);
+            }
+        }
+    }
+    t
+}
+
+/// A context and an in-order, profiling queue on one device.
+#[derive(Debug, Clone)]
+pub(crate) struct Gpu {
+    pub context: Context,
+    pub queue: Queue,
+    pub selected: Selected,
+    pub max_alloc: u64,
+}
+
+impl Gpu {
+    pub(crate) fn new(selected: Selected) -> Result<Self, OpenClError> {
+        let context = Context::builder()
+            .platform(selected.platform)
+            .devices(selected.device)
+            .build()
+            .map_err(OpenClError::runtime("create context"))?;
+        let queue = Queue::new(
+            &context,
+            selected.device,
+            Some(CommandQueueProperties::new().profiling()),
+        )
+        .map_err(OpenClError::runtime("create queue"))?;
+        let max_alloc = match selected
+            .device
+            .info(ocl::enums::DeviceInfo::MaxMemAllocSize)
+        {
+            Ok(ocl::enums::DeviceInfoResult::MaxMemAllocSize(v)) => v,
+            _ => u64::MAX,
+        };
+        Ok(Self {
+            context,
+            queue,
+            selected,
+            max_alloc,
+        })
+    }
+
+    /// Builds one kernel file, surfacing the compiler log on failure.
+    pub(crate) fn program(&self, file: &'static str, src: &str) -> Result<Program, OpenClError> {
+        Program::builder()
+            .src(src)
+            .devices(self.selected.device)
+            .cmplr_opt("-cl-std=CL1.2")
+            .build(&self.context)
+            .map_err(|e| OpenClError::Build {
+                file,
+                device: self.selected.info.name.clone(),
+                log: e.to_string(),
+            })
+    }
+
+    /// A device buffer of `len` elements (at least 1), with a typed error when it cannot be had.
+    pub(crate) fn buffer<T: OclPrm>(
+        &self,
+        what: &'static str,
+        len: usize,
+        flags: MemFlags,
+    ) -> Result<Buffer<T>, OpenClError> {
+        let len = len.max(1);
+        let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let fail = |message: String| OpenClError::Allocation {
+            what,
+            bytes,
+            message,
+        };
+        if bytes > self.max_alloc {
+            return Err(fail(format!(
+                "larger than the device's largest allocation ({} bytes)",
+                self.max_alloc
+            )));
+        }
+        Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .flags(flags)
+            .len(len)
+            .build()
+            .map_err(|e| fail(e.to_string()))
+    }
+
+    /// The work-group size to use for `kernel`: `wanted` clamped to the device's and the
+    /// kernel's limits.
+    pub(crate) fn local_size(&self, kernel: &Kernel, wanted: usize) -> usize {
+        let kernel_max = match kernel.wg_info(self.selected.device, KernelWorkGroupInfo::WorkGroupSize)
+        {
+            Ok(KernelWorkGroupInfoResult::WorkGroupSize(n)) if n > 0 => n,
+            _ => 1,
+        };
+        wanted
+            .min(kernel_max)
+            .min(self.selected.info.max_work_group_size.max(1))
+            .max(1)
+    }
+}
+
+/// Adds up per-stage profiling times.
+pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
+    let get = |what| {
+        event
+            .profiling_info(what)
+            .and_then(|r| r.time().map_err(ocl::Error::from))
+            .map_err(OpenClError::runtime("read profiling info"))
+    };
+    let start = get(ProfilingInfo::Start)?;
+    let end = get(ProfilingInfo::End)?;
+    Ok(end.saturating_sub(start) as f64 / 1e6)
+}
+
+/// Local work sizes chosen per kernel.
+#[derive(Debug, Clone, Copy)]
+struct LocalSizes {
+    rows: usize,
+    cols: usize,
+    hessian: usize,
+    nms: usize,
+    select: usize,
+    orientation: usize,
+    descriptor: usize,
+}
+
+/// The SURF pipeline for one device, frame size limit, configuration and capacity.
+#[derive(Debug)]
+pub struct Pipeline {
+    gpu: Gpu,
+    config: PipelineConfig,
+    cand_capacity: usize,
+    groups: usize,
+    local: LocalSizes,
+    image: Buffer<u8>,
+    integral: Buffer<u32>,
+    responses: Option<Buffer<f32>>,
+    packed: Option<Buffer<u32>>,
+    result: Buffer<u32>,
+    k_rows: Kernel,
+    k_cols: Kernel,
+    k_hessian: Kernel,
+    k_nms: Kernel,
+    k_select: Kernel,
+    k_orientation: Kernel,
+    k_descriptor: Kernel,
+    host: Vec<u32>,
+    read_hint: usize,
+    device_bytes: u64,
+    last_size: (usize, usize),
+}
+
+impl Pipeline {
+    /// Makes a pipeline on the device chosen by `spec` (see [`super::open`]).
+    pub fn open(spec: Option<&str>, config: PipelineConfig) -> Result<Self, OpenClError> {
+        Self::new(Gpu::new(super::select(spec)?)?, config)
+    }
+
+    /// Makes a pipeline on an existing context/queue.
+    pub(crate) fn new(gpu: Gpu, config: PipelineConfig) -> Result<Self, OpenClError> {
+        let surf = config.surf;
+        surf.validate()
+            .map_err(|e| OpenClError::Unsupported(format!("SURF configuration: {e}")))?;
+        surf_core_check(&config).map_err(OpenClError::Unsupported)?;
+        let packed_mode = surf.precision == Precision::Packed8;
+        let grids = Grids::new(config.max_width, config.max_height, &surf);
+        let cand_capacity = grids.max_candidates().max(1);
+        let n = config.max_keypoints;
+        let rw = MemFlags::new().read_write();
+        let ro = MemFlags::new().read_only();
+        let image = gpu.buffer::<u8>("image", config.max_width * config.max_height, ro)?;
+        let integral = gpu.buffer::<u32>(
+            "integral image",
+            (config.max_width + 1) * (config.max_height + 1),
+            rw,
+        )?;
+        let (responses, packed) = if packed_mode {
+            (None, Some(gpu.buffer::<u32>("packed responses", grids.total, rw)?))
+        } else {
+            (Some(gpu.buffer::<f32>("f32 responses", 4 * grids.total, rw)?), None)
+        };
+        let norms_host: Vec<f32> = (0..MAX_OCTAVES * 4)
+            .map(|k| response_norm(filter_size(k / 4, k % 4) as u32))
+            .collect();
+        let norms = gpu.buffer::<f32>("norms", norms_host.len(), ro)?;
+        norms
+            .write(&norms_host)
+            .enq()
+            .map_err(OpenClError::runtime("upload norms"))?;
+        let table = gpu.buffer::<f32>("code table", 128, ro)?;
+        // table[k] = T[k] for k in 1..=127 (the kernel indexes from 1; entry 0 is unused).
+        let mut table_host = [0f32; 128];
+        table_host[1..].copy_from_slice(PackedCodeTable::new(surf.threshold).as_slice());
+        table
+            .write(&table_host[..])
+            .enq()
+            .map_err(OpenClError::runtime("upload code table"))?;
+        let ori_host = orientation_table();
+        let ori = gpu.buffer::<f32>("orientation table", ori_host.len(), ro)?;
+        ori.write(&ori_host)
+            .enq()
+            .map_err(OpenClError::runtime("upload orientation table"))?;
+        let cand = gpu.buffer::<u32>("candidates", cand_capacity * KP_WORDS, rw)?;
+        let keys = gpu.buffer::<u64>("candidate keys", cand_capacity, rw)?;
+        let result_len = HEADER_WORDS + n * RECORD_WORDS;
+        let result = gpu.buffer::<u32>("result", result_len, rw)?;
+
+        let program = gpu.program("surf.cl", SURF_CL)?;
+        let q = gpu.queue.clone();
+        let build = |name: &'static str| {
+            let mut b = Kernel::builder();
+            b.program(&program).name(name).queue(q.clone());
+            b
+        };
+        let err = |what: &'static str| OpenClError::runtime(what);
+        let (w0, h0) = (config.max_width as i32, config.max_height as i32);
+        let octaves = i32::from(surf.octaves);
+        let step0 = i32::from(surf.init_sample_step);
+        let cap = cand_capacity as u32;
+        let nk = n as u32;
+        let k_rows = build("integral_rows")
+            .arg(&image)
+            .arg(&integral)
+            .arg(w0)
+            .arg(h0)
+            .arg(&result)
+            .build()
+            .map_err(err("kernel integral_rows"))?;
+        let k_cols = build("integral_cols")
+            .arg(&integral)
+            .arg(w0)
+            .arg(h0)
+            .build()
+            .map_err(err("kernel integral_cols"))?;
+        let (k_hessian, k_nms) = match (&responses, &packed) {
+            (Some(resp), _) => (
+                build("hessian_f32")
+                    .arg(&integral)
+                    .arg(w0)
+                    .arg(h0)
+                    .arg(octaves)
+                    .arg(step0)
+                    .arg(&norms)
+                    .arg(resp)
+                    .build()
+                    .map_err(err("kernel hessian_f32"))?,
+                build("nms_f32")
+                    .arg(&integral)
+                    .arg(w0)
+                    .arg(h0)
+                    .arg(octaves)
+                    .arg(step0)
+                    .arg(surf.threshold)
+                    .arg(resp)
+                    .arg(&cand)
+                    .arg(&keys)
+                    .arg(cap)
+                    .arg(&result)
+                    .build()
+                    .map_err(err("kernel nms_f32"))?,
+            ),
+            (None, Some(pk)) => (
+                build("hessian_packed")
+                    .arg(&integral)
+                    .arg(w0)
+                    .arg(h0)
+                    .arg(octaves)
+                    .arg(step0)
+                    .arg(&norms)
+                    .arg(&table)
+                    .arg(pk)
+                    .build()
+                    .map_err(err("kernel hessian_packed"))?,
+                build("nms_packed")
+                    .arg(&integral)
+                    .arg(w0)
+                    .arg(h0)
+                    .arg(octaves)
+                    .arg(step0)
+                    .arg(surf.threshold)
+                    .arg(&norms)
+                    .arg(pk)
+                    .arg(&cand)
+                    .arg(&keys)
+                    .arg(cap)
+                    .arg(&result)
+                    .build()
+                    .map_err(err("kernel nms_packed"))?,
+            ),
+            (None, None) => {
+                return Err(OpenClError::Unsupported("no response buffer".into()));
+            }
+        };
+        let wanted = config.local_size.unwrap_or(64).max(1);
+        let local_mem = gpu.selected.info.local_mem_bytes;
+        // The select kernel keeps one tile of 64-bit keys in local memory.
+        let select_local = if local_mem > 0 {
+            wanted.min((local_mem as usize / 2) / 8).max(1)
+        } else {
+            wanted
+        };
+        let build_select = |tile: usize| {
+            build("select_strongest")
+                .arg(&cand)
+                .arg(&keys)
+                .arg(cap)
+                .arg(nk)
+                .arg(&result)
+                .arg_local::<u64>(tile)
+                .build()
+                .map_err(err("kernel select_strongest"))
+        };
+        let mut k_select = build_select(select_local)?;
+        // The select kernel's tile is as large as its work-group: rebuild when the kernel allows
+        // fewer work-items than wanted.
+        let select_size = gpu.local_size(&k_select, select_local);
+        if select_size != select_local {
+            k_select = build_select(select_size)?;
+        }
+        let k_orientation = build("orientation")
+            .arg(&integral)
+            .arg(w0)
+            .arg(h0)
+            .arg(cap)
+            .arg(nk)
+            .arg(&ori)
+            .arg(&result)
+            .build()
+            .map_err(err("kernel orientation"))?;
+        let k_descriptor = build("descriptor")
+            .arg(&integral)
+            .arg(w0)
+            .arg(h0)
+            .arg(cap)
+            .arg(nk)
+            .arg(i32::from(surf.upright))
+            .arg(&result)
+            .build()
+            .map_err(err("kernel descriptor"))?;
+        // The descriptor keeps 1296 float2 + 65 floats in local memory (10.6 KB): fits the 16 KB
+        // of ION-class boards.
+        const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 65 * 4;
+        if local_mem > 0 && local_mem < DESCRIPTOR_LOCAL {
+            return Err(OpenClError::Unsupported(format!(
+                "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
+            )));
+        }
+        let local = LocalSizes {
+            rows: gpu.local_size(&k_rows, wanted),
+            cols: gpu.local_size(&k_cols, wanted),
+            hessian: gpu.local_size(&k_hessian, wanted),
+            nms: gpu.local_size(&k_nms, wanted),
+            select: select_size,
+            orientation: gpu.local_size(&k_orientation, wanted),
+            descriptor: gpu.local_size(&k_descriptor, wanted),
+        };
+        // Groups of the per-keypoint kernels loop over keypoints: enough groups to fill the
+        // device, never more than keypoints.
+        let groups = (gpu.selected.info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
+        let device_bytes = [
+            config.max_width * config.max_height,
+            4 * (config.max_width + 1) * (config.max_height + 1),
+            4 * if packed_mode { grids.total } else { 4 * grids.total },
+            4 * 24 + 4 * 128 + 4 * ori_host.len(),
+            4 * cand_capacity * KP_WORDS + 8 * cand_capacity,
+            4 * result_len,
+        ]
+        .iter()
+        .map(|&b| b as u64)
+        .sum();
+        Ok(Self {
+            gpu,
+            config,
+            cand_capacity,
+            groups,
+            local,
+            image,
+            integral,
+            responses,
+            packed,
+            result,
+            k_rows,
+            k_cols,
+            k_hessian,
+            k_nms,
+            k_select,
+            k_orientation,
+            k_descriptor,
+            host: vec![0u32; result_len],
+            read_hint: 256,
+            device_bytes,
+            last_size: (0, 0),
+        })
+    }
+
+    /// Device memory held by the pipeline's buffers, bytes.
+    pub fn device_bytes(&self) -> u64 {
+        self.device_bytes
+    }
+
+    /// What the pipeline was made for.
+    pub fn config(&self) -> &PipelineConfig {
+        &self.config
+    }
+
+    /// Size of the candidate buffer (the proven upper bound of candidates per frame).
+    pub fn candidate_capacity(&self) -> usize {
+        self.cand_capacity
+    }
+
+    /// The device, as "platform / device".
+    pub fn device_name(&self) -> String {
+        format!(
+            "{} / {}",
+            self.gpu.selected.info.platform, self.gpu.selected.info.name
+        )
+    }
+
+    fn set_frame_args(&self, w: i32, h: i32) -> Result<(), OpenClError> {
+        // Argument positions of the frame width and height in each kernel (surf.cl).
+        let slots: [(&Kernel, u32); 6] = [
+            (&self.k_rows, 2),
+            (&self.k_cols, 1),
+            (&self.k_hessian, 1),
+            (&self.k_nms, 1),
+            (&self.k_orientation, 1),
+            (&self.k_descriptor, 1),
+        ];
+        for (k, at) in slots {
+            k.set_arg(at as usize, w)
+                .and_then(|_| k.set_arg(at as usize + 1, h))
+                .map_err(OpenClError::runtime("set kernel arguments"))?;
+        }
+        Ok(())
+    }
+
+    /// Detects and describes the keypoints of one frame.
+    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
+        let (w, h) = (image.width(), image.height());
+        if w > self.config.max_width || h > self.config.max_height {
+            return Err(OpenClError::ImageTooLarge {
+                width: w,
+                height: h,
+                max_width: self.config.max_width,
+                max_height: self.config.max_height,
+            });
+        }
+        let t0 = Instant::now();
+        let surf = self.config.surf;
+        let grids = Grids::new(w, h, &surf);
+        self.set_frame_args(w as i32, h as i32)?;
+        let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
+        let mut ev = Event::empty();
+        self.image
+            .write(image.pixels())
+            .enew(&mut ev)
+            .enq()
+            .map_err(OpenClError::runtime("upload image"))?;
+        events.push(("upload", ev));
+        let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
+            let mut ev = Event::empty();
+            launch(kernel, global, local, &mut ev)?;
+            events.push((name, ev));
+            Ok::<(), OpenClError>(())
+        };
+        let l = self.local;
+        run("integral_rows", &self.k_rows, h, l.rows)?;
+        run("integral_cols", &self.k_cols, w, l.cols)?;
+        if grids.total > 0 {
+            let (hn, nn) = if surf.precision == Precision::Packed8 {
+                ("hessian_packed", "nms_packed")
+            } else {
+                ("hessian_f32", "nms_f32")
+            };
+            run(hn, &self.k_hessian, grids.total, l.hessian)?;
+            run(nn, &self.k_nms, 2 * grids.total, l.nms)?;
+            let cand_bound = grids.max_candidates().min(self.cand_capacity);
+            run("select", &self.k_select, cand_bound, l.select)?;
+            if !surf.upright {
+                run(
+                    "orientation",
+                    &self.k_orientation,
+                    self.groups * l.orientation,
+                    l.orientation,
+                )?;
+            }
+            run(
+                "descriptor",
+                &self.k_descriptor,
+                self.groups * l.descriptor,
+                l.descriptor,
+            )?;
+        }
+        // One readback of the header and as many records as the last frame had (plus margin);
+        // a second read only when this frame has more.
+        let n_max = self.config.max_keypoints;
+        let guess = self.read_hint.min(n_max);
+        let first = HEADER_WORDS + guess * RECORD_WORDS;
+        let mut ev = Event::empty();
+        self.result
+            .read(&mut self.host[..first])
+            .enew(&mut ev)
+            .enq()
+            .map_err(OpenClError::runtime("read back results"))?;
+        events.push(("readback", ev));
+        let found = self.host[0] as usize;
+        let overflow = self.host[1] as usize;
+        if overflow > 0 || found > self.cand_capacity {
+            return Err(OpenClError::CandidateOverflow {
+                found,
+                capacity: self.cand_capacity,
+            });
+        }
+        let kept = found.min(n_max);
+        if kept > guess {
+            let mut ev = Event::empty();
+            let end = HEADER_WORDS + kept * RECORD_WORDS;
+            self.result
+                .read(&mut self.host[first..end])
+                .offset(first)
+                .enew(&mut ev)
+                .enq()
+                .map_err(OpenClError::runtime("read back results"))?;
+            events.push(("readback", ev));
+        }
+        self.read_hint = (kept + kept / 4 + 64).min(n_max);
+        self.last_size = (w, h);
+        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+
+        let mut keypoints = Vec::with_capacity(kept);
+        let mut descriptors = Vec::with_capacity(kept);
+        for r in 0..kept {
+            let rec = &self.host[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
+            let meta = rec[5];
+            keypoints.push(Keypoint {
+                x: f32::from_bits(rec[0]),
+                y: f32::from_bits(rec[1]),
+                scale: f32::from_bits(rec[2]),
+                orientation: f32::from_bits(rec[3]),
+                response: f32::from_bits(rec[4]),
+                laplacian: ((meta >> 16) & 0xff) as u8 as i8,
+                octave: (meta & 0xff) as u8,
+                interval: ((meta >> 8) & 0xff) as u8,
+                sample_x: rec[6],
+                sample_y: rec[7],
+            });
+            let mut d = [0.0f32; DESCRIPTOR_LEN];
+            for (k, v) in d.iter_mut().enumerate() {
+                *v = f32::from_bits(rec[KP_WORDS + k]);
+            }
+            descriptors.push(d);
+        }
+        let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
+        for (name, ev) in &events {
+            let ms = event_ms(ev)?;
+            match timings.last_mut() {
+                Some(t) if t.name == *name => t.ms += ms,
+                _ => timings.push(StageTiming {
+                    name: (*name).to_string(),
+                    ms,
+                }),
+            }
+        }
+        Ok(DetectOutput {
+            keypoints,
+            descriptors,
+            candidates: found,
+            dropped: found - kept,
+            timings,
+            wall_ms,
+        })
+    }
+
+    /// The integral image of the last frame (an extra readback; for tests and debugging).
+    pub fn read_integral(&self) -> Result<Vec<u32>, OpenClError> {
+        let (w, h) = self.last_size;
+        let mut v = vec![0u32; (w + 1) * (h + 1)];
+        if !v.is_empty() {
+            self.integral
+                .read(&mut v)
+                .enq()
+                .map_err(OpenClError::runtime("read integral image"))?;
+        }
+        Ok(v)
+    }
+
+    /// The packed response words of the last frame, one `Vec` per octave (`gw * gh` words,
+    /// row-major); packed pipelines only.
+    pub fn read_packed(&self) -> Result<Vec<Vec<u32>>, OpenClError> {
+        let buf = self
+            .packed
+            .as_ref()
+            .ok_or_else(|| OpenClError::Unsupported("not a packed pipeline".into()))?;
+        let grids = Grids::new(self.last_size.0, self.last_size.1, &self.config.surf);
+        let mut all = vec![0u32; grids.total];
+        if !all.is_empty() {
+            buf.read(&mut all)
+                .enq()
+                .map_err(OpenClError::runtime("read packed responses"))?;
+        }
+        let mut out = Vec::new();
+        let mut off = 0;
+        for o in 0..usize::from(self.config.surf.octaves) {
+            let n = grids.gw[o] * grids.gh[o];
+            out.push(all[off..off + n].to_vec());
+            off += n;
+        }
+        Ok(out)
+    }
+
+    /// The `f32` responses of the last frame, per octave and interval (`gw * gh` each,
+    /// row-major); `f32` pipelines only.
+    pub fn read_responses(&self) -> Result<Vec<[Vec<f32>; 4]>, OpenClError> {
+        let buf = self
+            .responses
+            .as_ref()
+            .ok_or_else(|| OpenClError::Unsupported("not an f32 pipeline".into()))?;
+        let grids = Grids::new(self.last_size.0, self.last_size.1, &self.config.surf);
+        let mut all = vec![0f32; 4 * grids.total];
+        if !all.is_empty() {
+            buf.read(&mut all)
+                .enq()
+                .map_err(OpenClError::runtime("read responses"))?;
+        }
+        let mut out = Vec::new();
+        let mut off = 0;
+        for o in 0..usize::from(self.config.surf.octaves) {
+            let n = grids.gw[o] * grids.gh[o];
+            let plane = |i: usize| all[off + i * n..off + (i + 1) * n].to_vec();
+            out.push([plane(0), plane(1), plane(2), plane(3)]);
+            off += 4 * n;
+        }
+        Ok(out)
+    }
+}
+
+/// Checks what the kernels rely on; returns a message on failure.
+fn surf_core_check(config: &PipelineConfig) -> Result<(), String> {
+    surfcl_core::image::check_dimensions(config.max_width, config.max_height)
+        .map_err(|e| e.to_string())?;
+    if config.max_keypoints == 0 || config.max_keypoints > crate::backend::MAX_KEYPOINTS_LIMIT {
+        return Err(format!(
+            "max_keypoints must be in 1..={}, got {}",
+            crate::backend::MAX_KEYPOINTS_LIMIT,
+            config.max_keypoints
+        ));
+    }
+    Ok(())
+}
