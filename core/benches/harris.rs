@@ -1,0 +1,2 @@
+//! Harris benchmark (being written).
+fn main() {}
