@@ -402,15 +402,24 @@ inline float haar_y(__global const uint* ii, int w, int h, int row, int col, int
 
 #define ORI_SAMPLES 109
 #define ORI_WINDOWS 42
-#define PI_F 3.14159f
+#define PI_F M_PI_F
 
-// OpenSURF's getAngle: the angle of (x, y) in [0, 2 pi).
+// atan2(y, x) mapped into [0, 2 pi), as surfcl-core's `describe::angle`.
+// With doubles, atan2 is evaluated in f64 and rounded once: that is the correctly rounded value,
+// which libm's atan2f on the CPU also returns in the vast majority of cases (a 1-ulp difference in
+// the angle can move a descriptor sample across a pixel boundary).
 inline float get_angle(float x, float y) {
-    if (x > 0 && y >= 0) return atan(y / x);
-    if (x < 0 && y >= 0) return PI_F - atan(-y / x);
-    if (x < 0 && y < 0) return PI_F + atan(y / x);
-    if (x > 0 && y < 0) return 2 * PI_F - atan(-y / x);
-    return 0;
+#ifdef cl_khr_fp64
+    float a = (float)atan2((double)y, (double)x);
+#else
+    float a = atan2(y, x);
+#endif
+    if (a < 0.0f) {
+        float b = a + 2.0f * PI_F;
+        // A tiny negative angle rounds up to 2 pi exactly.
+        return b >= 2.0f * PI_F ? 0.0f : b;
+    }
+    return a;
 }
 
 inline uint kept_count(__global const uint* result, uint capacity, uint max_keypoints) {
@@ -446,16 +455,15 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint wdx = lid; wdx < ORI_WINDOWS; wdx += lsz) {
-            // ang1 as OpenSURF accumulates it: 0.15f added wdx times.
-            float ang1 = 0.0f;
-            for (uint q = 0; q < wdx; ++q) ang1 += 0.15f;
+            float ang1 = (float)wdx * 0.15f;
             float ang2 = ang1 + PI_F / 3.0f > 2 * PI_F ? ang1 - 5.0f * PI_F / 3.0f
                                                        : ang1 + PI_F / 3.0f;
             float sx = 0.0f, sy = 0.0f;
             for (int k = 0; k < ORI_SAMPLES; ++k) {
                 float a = ang[k];
-                bool inside = (ang1 < ang2 && ang1 < a && a < ang2) ||
-                              (ang2 < ang1 && ((a > 0 && a < ang2) || (a > ang1 && a < 2 * PI_F)));
+                bool inside = ang1 < ang2
+                                  ? (ang1 < a && a < ang2)
+                                  : ((a > 0.0f && a < ang2) || (a > ang1 && a < 2.0f * PI_F));
                 if (inside) {
                     sx += rx[k];
                     sy += ry[k];
@@ -480,18 +488,15 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
     }
 }
 
-inline float gaussian(float x, float y, float sig) {
-    return 1.0f / (2.0f * PI_F * sig * sig) * exp(-(x * x + y * y) / (2.0f * sig * sig));
-}
-
 #define DESC_SAMPLES 1296
 
 // One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
-// memory (10 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
+// memory (10.4 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                          uint max_keypoints, int upright, __global uint* result) {
     __local float2 rr[DESC_SAMPLES];
     __local float sub[DESC_LEN];
+    __local float sub_len[16];
     __local float inv_len;
     uint n = kept_count(result, capacity, max_keypoints);
     uint lid = get_local_id(0), lsz = get_local_size(0);
@@ -513,6 +518,9 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         }
         int haar = 2 * (int)round(scale);
         float x = (float)xi, y = (float)yi;
+        float sigma1 = 2.5f * scale;
+        // The Gaussians' constant factors are left out: they cancel in the unit vector.
+        float inv_two_sigma1_sq = 1.0f / (2.0f * sigma1 * sigma1);
         for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
             int region = t / 81, idx = t - region * 81;
             int ib = region / 4, jb = region - ib * 4;
@@ -523,7 +531,8 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             int ys = (int)round(y + ((float)jx * scale * co + (float)ix * scale * si));
             int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
             int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
-            float g = gaussian((float)(xs - sample_x), (float)(ys - sample_y), 2.5f * scale);
+            float ddx = (float)(xs - sample_x), ddy = (float)(ys - sample_y);
+            float g = exp(-(ddx * ddx + ddy * ddy) * inv_two_sigma1_sq);
             float vx = haar_x(ii, w, h, sample_y, sample_x, haar);
             float vy = haar_y(ii, w, h, sample_y, sample_x, haar);
             rr[t] = (float2)(g * (-vx * si + vy * co), g * (vx * co + vy * si));
@@ -539,23 +548,25 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                 mdy += fabs(v.y);
             }
             int ib = region / 4, jb = region - ib * 4;
-            float cx = (float)ib + 0.5f, cy = (float)jb + 0.5f;
-            float g2 = gaussian(cx - 2.0f, cy - 2.0f, 1.5f);
+            float gx = (float)ib + 0.5f - 2.0f, gy = (float)jb + 0.5f - 2.0f;
+            float g2 = exp(-(gx * gx + gy * gy) / (2.0f * 1.5f * 1.5f));
             sub[region * 4 + 0] = dx * g2;
             sub[region * 4 + 1] = dy * g2;
             sub[region * 4 + 2] = mdx * g2;
             sub[region * 4 + 3] = mdy * g2;
+            sub_len[region] = (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * g2 * g2;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
+            // Summed in sub-region order, as the CPU does; a flat patch gives zeros.
             float len = 0.0f;
-            for (int k = 0; k < DESC_LEN; ++k) len += sub[k] * sub[k];
+            for (int k = 0; k < 16; ++k) len += sub_len[k];
             len = sqrt(len);
-            inv_len = len > 0.0f ? len : 1.0f;
+            inv_len = len > 0.0f && isfinite(len) ? len : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint k = lid; k < DESC_LEN; k += lsz) {
-            rec[KP_WORDS + k] = as_uint(sub[k] / inv_len);
+            rec[KP_WORDS + k] = as_uint(inv_len > 0.0f ? sub[k] / inv_len : 0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

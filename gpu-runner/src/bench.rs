@@ -1,1 +1,342 @@
-//! `surfcl bench` (being written).
+//! `surfcl bench`: per-stage and end-to-end timings of the OpenCL pipeline against the CPU
+//! backend on real frames, and of the matcher on random descriptors.
+//!
+//! Frames: the Oxford "boat" image 1 (850x680) resized to fill each requested size (upscaled for
+//! 1920x1080) and centre-cropped. Per size, after one warm-up frame (kernel compilation and
+//! first-touch of buffers), `frames` frames are timed; reported are the medians of every stage's
+//! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style), of the sum of the
+//! stages, and of the host wall time of a whole frame (upload + kernels + readback). The CPU
+//! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
+//!
+//! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384; device time of the
+//! 2-NN kernel from its event and the wall time of the whole call (uploads, kernel, readback and
+//! the host-side decisions); the CPU matcher of the core (one thread) for n <= 4096.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::{Descriptor, GrayImage, Keypoint};
+
+use crate::backend::{BackendChoice, DescriptorKind, DetectParams, open_backend};
+use crate::cli::BenchArgs;
+use crate::error::Error;
+use crate::opencl::{GpuMatcher, OpenClError, Pipeline, PipelineConfig};
+
+/// Where the benchmark frame is looked for (first hit wins): `$SURFCL_BENCH_IMAGE`, then the
+/// checkout's `data/`, relative to the working directory and to this crate.
+fn bench_image_path() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("SURFCL_BENCH_IMAGE") {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(PathBuf::from("data/oxford-boat/img1.pgm"));
+    candidates.push(PathBuf::from("img1.pgm"));
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm"));
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// The boat frame resized to fill `width x height` and centre-cropped.
+fn frame(source: &image::GrayImage, width: usize, height: usize) -> Vec<u8> {
+    let (sw, sh) = (source.width() as f64, source.height() as f64);
+    let scale = (width as f64 / sw).max(height as f64 / sh);
+    let (rw, rh) = (
+        ((sw * scale).ceil() as u32).max(width as u32),
+        ((sh * scale).ceil() as u32).max(height as u32),
+    );
+    let resized = image::imageops::resize(source, rw, rh, image::imageops::FilterType::Triangle);
+    let (x0, y0) = ((rw as usize - width) / 2, (rh as usize - height) / 2);
+    let mut out = Vec::with_capacity(width * height);
+    for y in 0..height {
+        for x in 0..width {
+            out.push(resized.get_pixel((x0 + x) as u32, (y0 + y) as u32)[0]);
+        }
+    }
+    out
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        0.5 * (values[n / 2 - 1] + values[n / 2])
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so the benchmark needs no `rand` at run time.
+struct XorShift(u64);
+impl XorShift {
+    fn next_f32(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        ((v >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+fn random_unit_descriptors(n: usize, seed: u64) -> Vec<Descriptor> {
+    let mut rng = XorShift(seed | 1);
+    (0..n)
+        .map(|_| {
+            let mut d = [0f32; 64];
+            for v in d.iter_mut() {
+                *v = rng.next_f32();
+            }
+            let len = d.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+            d.iter_mut().for_each(|v| *v /= len);
+            d
+        })
+        .collect()
+}
+
+/// Runs `surfcl bench`: prints a table and, with `--json`, writes the numbers.
+///
+/// `choice` and `device` come from the detection options: with [`BackendChoice::Cpu`] only the
+/// CPU rows are measured; with `Auto` a machine without OpenCL also measures only the CPU (and
+/// says so); with `OpenCl`, a missing device is an error.
+pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Result<(), Error> {
+    let params = args.detect.params(DescriptorKind::F32)?;
+    if args.frames == 0 {
+        return Err(Error::InvalidArgument("--frames must be at least 1".into()));
+    }
+    if args.stream {
+        eprintln!("note: --stream is not implemented yet; frames run one at a time");
+    }
+    let source = match bench_image_path() {
+        Some(path) => image::open(&path)
+            .map_err(|e| Error::Decode {
+                path: path.clone(),
+                message: e.to_string(),
+            })?
+            .to_luma8(),
+        None => {
+            return Err(Error::InvalidArgument(
+                "benchmark image not found: set SURFCL_BENCH_IMAGE or run from the checkout (data/oxford-boat/img1.pgm)".into(),
+            ));
+        }
+    };
+    let use_gpu = choice != BackendChoice::Cpu;
+    let mut cpu = open_backend(BackendChoice::Cpu, None)?;
+    let mut report_sizes = Vec::new();
+    let mut device_name = String::from("-");
+    let mut gpu_available = use_gpu;
+    println!(
+        "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {:?}, upright {}",
+        args.frames,
+        params.surf.threshold,
+        params.surf.octaves,
+        params.surf.precision,
+        params.surf.upright
+    );
+    for size in &args.sizes {
+        let (w, h) = (size.width, size.height);
+        let pixels = frame(&source, w, h);
+        let image = GrayImage::new(&pixels, w, h)?;
+        let mut row = serde_json::Map::new();
+        row.insert("width".into(), json!(w));
+        row.insert("height".into(), json!(h));
+        let mut gpu_wall = f64::NAN;
+        if gpu_available {
+            match bench_gpu(&image, &params, device, args.frames) {
+                Ok((name, stats)) => {
+                    device_name = name;
+                    gpu_wall = stats["wall_ms"].as_f64().unwrap_or(f64::NAN);
+                    row.insert("opencl".into(), stats);
+                }
+                Err(OpenClError::NoPlatform) if choice == BackendChoice::Auto => {
+                    eprintln!("note: no OpenCL platform; measuring the CPU backend only");
+                    gpu_available = false;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The CPU reference: fewer frames at large sizes keep the run short; still a median.
+        let cpu_frames = args.frames.clamp(1, 5);
+        cpu.detect(&image, &params)?; // warm-up (buffers)
+        let mut walls = Vec::with_capacity(cpu_frames);
+        let mut kps = 0;
+        for _ in 0..cpu_frames {
+            let t = Instant::now();
+            let f = cpu.detect(&image, &params)?;
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+            kps = f.keypoints.len();
+        }
+        let cpu_wall = median(&mut walls);
+        row.insert(
+            "cpu".into(),
+            json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall, "keypoints": kps}),
+        );
+        row.insert("cpu_over_opencl".into(), json!(cpu_wall / gpu_wall));
+        print_size_row(w, h, &row, cpu_wall, gpu_wall);
+        report_sizes.push(Value::Object(row));
+    }
+    let matcher = if gpu_available {
+        bench_matcher(device)?
+    } else {
+        Vec::new()
+    };
+    let report = json!({
+        "device": device_name,
+        "frames": args.frames,
+        "threshold": params.surf.threshold,
+        "octaves": params.surf.octaves,
+        "precision": format!("{:?}", params.surf.precision),
+        "upright": params.surf.upright,
+        "max_keypoints": params.max_keypoints,
+        "sizes": report_sizes,
+        "matcher": matcher,
+    });
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        if path.as_os_str() == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu: f64, gpu: f64) {
+    println!("\n{w}x{h}");
+    if let Some(g) = row.get("opencl") {
+        println!(
+            "  OpenCL {}: {} keypoints, {:.1} MiB device memory",
+            g["device"].as_str().unwrap_or("-"),
+            g["keypoints"],
+            g["device_bytes"].as_f64().unwrap_or(0.0) / (1024.0 * 1024.0)
+        );
+        if let Some(stages) = g["stages_ms"].as_object() {
+            for (name, ms) in stages {
+                println!("    {name:<16} {:>9.3} ms", ms.as_f64().unwrap_or(f64::NAN));
+            }
+        }
+        println!(
+            "    {:<16} {:>9.3} ms (sum of device stages)",
+            "device total",
+            g["device_total_ms"].as_f64().unwrap_or(f64::NAN)
+        );
+        println!("    {:<16} {gpu:>9.3} ms (host wall: upload + kernels + readback)", "end to end");
+    }
+    println!("  CPU backend:          {cpu:>9.3} ms");
+    if gpu.is_finite() {
+        println!("  CPU / OpenCL:         {:>9.2}x", cpu / gpu);
+    }
+}
+
+/// Runs the pipeline on one frame size; returns the device name and the medians as JSON.
+fn bench_gpu(
+    image: &GrayImage<'_>,
+    params: &DetectParams,
+    device: Option<&str>,
+    frames: usize,
+) -> Result<(String, Value), OpenClError> {
+    let mut pipeline = Pipeline::open(
+        device,
+        PipelineConfig {
+            max_width: image.width(),
+            max_height: image.height(),
+            surf: params.surf,
+            max_keypoints: params.max_keypoints,
+            local_size: None,
+        },
+    )?;
+    let warm = pipeline.detect(image)?;
+    let mut stage_names: Vec<String> = warm.timings.iter().map(|t| t.name.clone()).collect();
+    stage_names.dedup();
+    let mut per_stage: Vec<Vec<f64>> = vec![Vec::with_capacity(frames); stage_names.len()];
+    let mut totals = Vec::with_capacity(frames);
+    let mut walls = Vec::with_capacity(frames);
+    let mut keypoints = warm.keypoints.len();
+    for _ in 0..frames {
+        let out = pipeline.detect(image)?;
+        keypoints = out.keypoints.len();
+        for (i, name) in stage_names.iter().enumerate() {
+            let ms: f64 = out
+                .timings
+                .iter()
+                .filter(|t| &t.name == name)
+                .map(|t| t.ms)
+                .sum();
+            per_stage[i].push(ms);
+        }
+        totals.push(out.timings.iter().map(|t| t.ms).sum());
+        walls.push(out.wall_ms);
+    }
+    let mut stages = serde_json::Map::new();
+    for (name, values) in stage_names.iter().zip(per_stage.iter_mut()) {
+        stages.insert(name.clone(), json!(median(values)));
+    }
+    let name = pipeline.device_name();
+    Ok((
+        name.clone(),
+        json!({
+            "device": name,
+            "keypoints": keypoints,
+            "candidates": warm.candidates,
+            "device_bytes": pipeline.device_bytes(),
+            "stages_ms": stages,
+            "device_total_ms": median(&mut totals),
+            "wall_ms": median(&mut walls),
+        }),
+    ))
+}
+
+/// The matcher benchmark (module docs).
+fn bench_matcher(device: Option<&str>) -> Result<Vec<Value>, Error> {
+    let mut matcher = GpuMatcher::open(device)?;
+    let config = MatchConfig::default();
+    let mut rows = Vec::new();
+    println!("\nmatcher (random unit 64-d descriptors, f32, ratio 0.8, sign test on)");
+    for n in [1024usize, 4096, 16384] {
+        let query = random_unit_descriptors(n, 1 + n as u64);
+        let train = random_unit_descriptors(n, 7 + n as u64);
+        let kps: Vec<Keypoint> = (0..n)
+            .map(|i| Keypoint {
+                laplacian: if i % 2 == 0 { 1 } else { -1 },
+                ..Keypoint::default()
+            })
+            .collect();
+        let runs = if n >= 16384 { 3 } else { 5 };
+        let mut kernel = Vec::new();
+        let mut walls = Vec::new();
+        let mut count = 0;
+        for _ in 0..=runs {
+            let mut t = crate::opencl::MatchTimings::default();
+            let m = matcher.match_f32(&kps, &query, &kps, &train, &config, &mut t)?;
+            count = m.len();
+            kernel.push(
+                t.stages
+                    .iter()
+                    .filter(|s| s.name.starts_with("match"))
+                    .map(|s| s.ms)
+                    .sum::<f64>(),
+            );
+            walls.push(t.wall_ms);
+        }
+        // The first call allocates buffers and warms up: drop it.
+        let (kernel_ms, wall_ms) = (median(&mut kernel[1..]), median(&mut walls[1..]));
+        let cpu_ms = if n <= 4096 {
+            let mut best = vec![TrainBest::EMPTY; 0];
+            let mut out = vec![Match::default(); n];
+            let t = Instant::now();
+            match_f32(&kps, &query, &kps, &train, &config, &mut best, &mut out)?;
+            Some(t.elapsed().as_secs_f64() * 1e3)
+        } else {
+            None
+        };
+        println!(
+            "  {n:>5} x {n:<5} device {kernel_ms:>9.3} ms, end to end {wall_ms:>9.3} ms, CPU (1 thread) {}, {count} matches",
+            cpu_ms.map_or("-".to_string(), |c| format!("{c:.3} ms"))
+        );
+        rows.push(json!({"n": n, "device_ms": kernel_ms, "wall_ms": wall_ms, "cpu_ms": cpu_ms, "matches": count}));
+    }
+    Ok(rows)
+}

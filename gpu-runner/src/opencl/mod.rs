@@ -21,7 +21,7 @@ mod matcher;
 mod pipeline;
 
 pub use backend::OpenClBackend;
-pub use matcher::{GpuMatcher, NearestNeighbours};
+pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
 pub use pipeline::{DetectOutput, Pipeline, PipelineConfig};
 
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};

@@ -116,18 +116,17 @@ pub(crate) fn filter_size(octave: usize, interval: usize) -> usize {
     3 * ((interval + 1) * (2 << octave) + 1)
 }
 
-/// OpenSURF's `gaussian(x, y, sig)` in `f32`.
-fn gaussian(x: f32, y: f32, sig: f32) -> f32 {
-    1.0 / (2.0 * std::f32::consts::PI * sig * sig) * (-(x * x + y * y) / (2.0 * sig * sig)).exp()
-}
-
-/// The 109 orientation samples `(i, j, gauss(i, j, 2.5))` in OpenSURF's order.
+/// The 109 orientation samples `(i, j, gauss(i, j, 2.5))` in OpenSURF's order, the weights
+/// computed as `surfcl_core::describe::assign_orientation` does.
 fn orientation_table() -> Vec<f32> {
+    use std::f32::consts::PI;
+    let norm = 1.0 / (2.0 * PI * 2.5 * 2.5);
+    let gauss = |i: i32, j: i32| (-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)).exp() * norm;
     let mut t = Vec::with_capacity(ORI_SAMPLES * 4);
     for i in -6i32..=6 {
         for j in -6i32..=6 {
             if i * i + j * j < 36 {
-                t.extend_from_slice(&[i as f32, j as f32, gaussian(i as f32, j as f32, 2.5), 0.0]);
+                t.extend_from_slice(&[i as f32, j as f32, gauss(i, j), 0.0]);
             }
         }
     }
@@ -466,9 +465,9 @@ impl Pipeline {
             .arg(&result)
             .build()
             .map_err(err("kernel descriptor"))?;
-        // The descriptor keeps 1296 float2 + 65 floats in local memory (10.6 KB): fits the 16 KB
+        // The descriptor keeps 1296 float2 + 81 floats in local memory (10.6 KB): fits the 16 KB
         // of ION-class boards.
-        const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 65 * 4;
+        const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
         if local_mem > 0 && local_mem < DESCRIPTOR_LOCAL {
             return Err(OpenClError::Unsupported(format!(
                 "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
