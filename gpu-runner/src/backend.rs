@@ -186,7 +186,8 @@ pub fn open_backend(
 /// no platform at all, or no device while the user did not ask for a particular one. A `--device`
 /// that matches nothing stays an error: the user asked for something that is not there.
 fn is_unavailable(e: &OpenClError, device_spec: Option<&str>) -> bool {
-    let any_device = device_spec.is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
+    let any_device =
+        device_spec.is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
     match e {
         OpenClError::NoPlatform => true,
         OpenClError::NoDevice { .. } => any_device,

@@ -24,9 +24,7 @@ use surfcl_core::{
     harris, surf,
 };
 
-use crate::backend::{
-    Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
-};
+use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
 
 /// Below this many queries per thread, splitting costs more than it saves.
@@ -114,7 +112,12 @@ impl Backend for CpuBackend {
             DetectorKind::Harris => {
                 let need = harris::scratch_len(&params.harris, width, height)?;
                 ensure_len(&mut self.harris_scratch, need);
-                harris::detect(image, &params.harris, &mut self.harris_scratch[..need], &mut sink)?;
+                harris::detect(
+                    image,
+                    &params.harris,
+                    &mut self.harris_scratch[..need],
+                    &mut sink,
+                )?;
                 // Harris corners have no characteristic orientation: described upright at their
                 // fixed scale.
                 true
@@ -132,7 +135,12 @@ impl Backend for CpuBackend {
         let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; keypoints.len()];
         describe_parallel(&ii, &mut keypoints, upright, &mut descriptors, self.threads)?;
         timings.push(StageTiming {
-            name: if upright { "describe" } else { "orient+describe" }.into(),
+            name: if upright {
+                "describe"
+            } else {
+                "orient+describe"
+            }
+            .into(),
             ms: ms_since(start),
         });
 

@@ -41,7 +41,10 @@ pub fn gray_to_rgb(gray: &OwnedGray) -> RgbImage {
 
 /// Sets one pixel if it lies inside the picture.
 fn plot(img: &mut RgbImage, x: i64, y: i64, colour: Rgb<u8>) {
-    if x >= 0 && y >= 0 && (x as u64) < u64::from(img.width()) && (y as u64) < u64::from(img.height())
+    if x >= 0
+        && y >= 0
+        && (x as u64) < u64::from(img.width())
+        && (y as u64) < u64::from(img.height())
     {
         img.put_pixel(x as u32, y as u32, colour);
     }
@@ -211,7 +214,12 @@ mod tests {
 
     #[test]
     fn line_hits_both_ends_and_has_chebyshev_length() {
-        for &(a, b) in &[((0, 0), (9, 3)), ((9, 9), (0, 2)), ((3, 0), (3, 9)), ((5, 5), (5, 5))] {
+        for &(a, b) in &[
+            ((0, 0), (9, 3)),
+            ((9, 9), (0, 2)),
+            ((3, 0), (3, 9)),
+            ((5, 5), (5, 5)),
+        ] {
             let mut img = RgbImage::new(10, 10);
             line(&mut img, a, b, RED);
             assert_eq!(*img.get_pixel(a.0 as u32, a.1 as u32), RED);

@@ -110,8 +110,7 @@ pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
     let (width, height) = reader
         .into_dimensions()
         .map_err(|e| decode_error(e.to_string()))?;
-    check_dimensions(width as usize, height as usize)
-        .map_err(|e| decode_error(format!("{e}")))?;
+    check_dimensions(width as usize, height as usize).map_err(|e| decode_error(format!("{e}")))?;
     let mut reader = guessed()?;
     reader.limits(decode_limits());
     let image = reader.decode().map_err(|e| decode_error(e.to_string()))?;
@@ -162,8 +161,8 @@ mod tests {
 
     #[test]
     fn sixteen_bit_grey_is_reduced_with_rounding() {
-        let img = image::ImageBuffer::<image::Luma<u16>, _>::from_raw(2, 1, vec![0u16, 65535])
-            .unwrap();
+        let img =
+            image::ImageBuffer::<image::Luma<u16>, _>::from_raw(2, 1, vec![0u16, 65535]).unwrap();
         let gray = to_luminance(DynamicImage::ImageLuma16(img));
         assert_eq!(gray.pixels, vec![0, 255]);
     }
@@ -181,6 +180,11 @@ mod tests {
         let short = b"P5\n4 4\n255\n\0\0\0";
         assert!(msg(decode_gray(short, path)).contains("bad.png"));
         let missing = load_gray(Path::new("/nonexistent/surfcl/img.png"));
-        assert!(missing.unwrap_err().to_string().contains("/nonexistent/surfcl/img.png"));
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("/nonexistent/surfcl/img.png")
+        );
     }
 }

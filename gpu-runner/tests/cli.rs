@@ -57,12 +57,17 @@ fn small_boat() -> &'static Path {
         let (w, h) = image_size(&boat().join("img1.pgm"));
         let (ox, oy) = ((w - CROP.0) / 2, (h - CROP.1) / 2);
         for k in 1..=6 {
-            let img = image::open(boat().join(format!("img{k}.pgm"))).unwrap().to_luma8();
+            let img = image::open(boat().join(format!("img{k}.pgm")))
+                .unwrap()
+                .to_luma8();
             let crop = image::imageops::crop_imm(&img, ox, oy, CROP.0, CROP.1).to_image();
             crop.save(dir.join(format!("img{k}.png"))).unwrap();
             if k > 1 {
                 let text = std::fs::read_to_string(boat().join(format!("H1to{k}p"))).unwrap();
-                let m: Vec<f64> = text.split_whitespace().map(|v| v.parse().unwrap()).collect();
+                let m: Vec<f64> = text
+                    .split_whitespace()
+                    .map(|v| v.parse().unwrap())
+                    .collect();
                 assert_eq!(m.len(), 9);
                 let t = |dx: f64, dy: f64| [1.0, 0.0, dx, 0.0, 1.0, dy, 0.0, 0.0, 1.0];
                 let mul = |a: &[f64], b: &[f64]| {
@@ -78,7 +83,12 @@ fn small_boat() -> &'static Path {
                 let hc = mul(&mul(&t(-ox, -oy), &m), &t(ox, oy));
                 let mut out = String::new();
                 for r in 0..3 {
-                    out.push_str(&format!("{:e} {:e} {:e}\n", hc[r * 3], hc[r * 3 + 1], hc[r * 3 + 2]));
+                    out.push_str(&format!(
+                        "{:e} {:e} {:e}\n",
+                        hc[r * 3],
+                        hc[r * 3 + 1],
+                        hc[r * 3 + 2]
+                    ));
                 }
                 std::fs::write(dir.join(format!("H1to{k}p")), out).unwrap();
             }
@@ -92,7 +102,10 @@ fn assert_clean_failure(out: &Output, needle: &str) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     assert!(err.starts_with("error: "), "stderr: {err}");
-    assert!(err.contains(needle), "stderr should mention {needle}: {err}");
+    assert!(
+        err.contains(needle),
+        "stderr should mention {needle}: {err}"
+    );
     assert!(!err.contains("panicked"), "stderr: {err}");
     assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
 }
@@ -127,12 +140,19 @@ fn detect_json_on_stdout_is_the_contract() {
         assert!(matches!(kp["laplacian"].as_i64(), Some(-1 | 1)));
     }
     // Strongest first.
-    let responses: Vec<f64> = kps.iter().map(|k| k["response"].as_f64().unwrap()).collect();
+    let responses: Vec<f64> = kps
+        .iter()
+        .map(|k| k["response"].as_f64().unwrap())
+        .collect();
     assert!(responses.windows(2).all(|p| p[0] >= p[1]));
     for d in descs {
         let d = d.as_array().unwrap();
         assert_eq!(d.len(), 64);
-        let norm: f64 = d.iter().map(|x| x.as_f64().unwrap().powi(2)).sum::<f64>().sqrt();
+        let norm: f64 = d
+            .iter()
+            .map(|x| x.as_f64().unwrap().powi(2))
+            .sum::<f64>()
+            .sqrt();
         assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
     }
 }
@@ -162,7 +182,13 @@ fn detect_max_keypoints_drops_the_weakest_and_draw_writes_a_png() {
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["keypoints"].as_array().unwrap().len(), 100);
     assert!(v["dropped"].as_u64().unwrap() > 0);
-    assert!(v["keypoints"].as_array().unwrap().iter().all(|k| k["orientation"] == 0.0));
+    assert!(
+        v["keypoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["orientation"] == 0.0)
+    );
     let drawn = image::open(&png).unwrap().to_rgb8();
     assert_eq!(drawn.dimensions(), image_size(&img));
     // Keypoints were drawn in colour on a grey picture.
@@ -211,9 +237,30 @@ fn usage_errors_exit_2() {
     for args in [
         vec!["detect"],
         vec!["detect", path_str(&img), "--detector", "sift"],
-        vec!["detect", path_str(&img), "--threshold", "-1", "--backend", "cpu"],
-        vec!["detect", path_str(&img), "--octaves", "9", "--backend", "cpu"],
-        vec!["detect", path_str(&img), "--max-keypoints", "0", "--backend", "cpu"],
+        vec![
+            "detect",
+            path_str(&img),
+            "--threshold",
+            "-1",
+            "--backend",
+            "cpu",
+        ],
+        vec![
+            "detect",
+            path_str(&img),
+            "--octaves",
+            "9",
+            "--backend",
+            "cpu",
+        ],
+        vec![
+            "detect",
+            path_str(&img),
+            "--max-keypoints",
+            "0",
+            "--backend",
+            "cpu",
+        ],
         vec!["frobnicate"],
     ] {
         let out = surfcl(&args);
@@ -317,7 +364,10 @@ fn eval_on_boat_prints_one_row_per_pair() {
     assert!(kp1 > 0);
     for p in pairs {
         assert_eq!(p["keypoints1"].as_u64(), Some(kp1), "img1 is detected once");
-        let (m, c) = (p["matches"].as_u64().unwrap(), p["correct"].as_u64().unwrap());
+        let (m, c) = (
+            p["matches"].as_u64().unwrap(),
+            p["correct"].as_u64().unwrap(),
+        );
         assert!(c <= m);
         let r = p["repeatability"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&r));

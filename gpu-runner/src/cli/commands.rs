@@ -106,7 +106,11 @@ pub(crate) fn print_profile(human: &Human, label: &str, features: &Features) {
     for t in &features.timings {
         human.line(&format!("  {:<24} {:>10.3} ms", t.name, t.ms));
     }
-    human.line(&format!("  {:<24} {:>10.3} ms", "total", total_ms(features)));
+    human.line(&format!(
+        "  {:<24} {:>10.3} ms",
+        "total",
+        total_ms(features)
+    ));
 }
 
 /// `surfcl devices`.
@@ -118,7 +122,10 @@ pub(crate) fn devices() -> Result<ExitCode, Error> {
         Ok(list) => {
             println!("{:>5}  {:<12} {:<30} platform", "index", "type", "device");
             for d in &list {
-                println!("{:>5}  {:<12} {:<30} {}", d.index, d.kind, d.name, d.platform);
+                println!(
+                    "{:>5}  {:<12} {:<30} {}",
+                    d.index, d.kind, d.name, d.platform
+                );
             }
         }
         Err(e) => {
@@ -140,10 +147,7 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
     let human = Human::new(json.as_ref());
     let params = args.detect.params(DescriptorKind::F32)?;
     let gray = load_gray(&args.image)?;
-    let mut backend = open_backend(
-        args.detect.backend_choice(),
-        args.detect.device.as_deref(),
-    )?;
+    let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let features = backend.detect(&gray.view()?, &params)?;
     human.line(&format!(
         "{}: {}x{}, {} keypoints ({} dropped), {} on {} ({}), {:.1} ms",
@@ -185,11 +189,12 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
     // Read every input before the (possibly slow) work, so that a bad file fails fast.
     let gray1 = load_gray(&args.image1)?;
     let gray2 = load_gray(&args.image2)?;
-    let homography = args.homography.as_deref().map(load_homography).transpose()?;
-    let mut backend = open_backend(
-        args.detect.backend_choice(),
-        args.detect.device.as_deref(),
-    )?;
+    let homography = args
+        .homography
+        .as_deref()
+        .map(load_homography)
+        .transpose()?;
+    let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let f1 = backend.detect(&gray1.view()?, &params)?;
     let f2 = backend.detect(&gray2.view()?, &params)?;
     let start = std::time::Instant::now();
@@ -198,9 +203,7 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
     let flags = homography
         .as_ref()
         .map(|h| correct_flags(h, &f1.keypoints, &f2.keypoints, &matches));
-    let correct = flags
-        .as_ref()
-        .map(|f| f.iter().filter(|&&c| c).count());
+    let correct = flags.as_ref().map(|f| f.iter().filter(|&&c| c).count());
     human.line(&format!(
         "{} keypoints in {}, {} in {}; {} matches ({} descriptors, {:.1} ms) on {} ({})",
         f1.keypoints.len(),

@@ -99,15 +99,12 @@ pub fn correct_flags(
 ) -> Vec<bool> {
     matches
         .iter()
-        .map(|m| {
-            match (
-                query.get(m.query as usize),
-                train.get(m.train as usize),
-            ) {
+        .map(
+            |m| match (query.get(m.query as usize), train.get(m.train as usize)) {
                 (Some(a), Some(b)) => h.is_correct(a, b, CORRECT_TOLERANCE_PX),
                 _ => false,
-            }
-        })
+            },
+        )
         .collect()
 }
 
@@ -123,10 +120,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
         .iter()
         .map(|p| load_homography(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut backend = open_backend(
-        args.detect.backend_choice(),
-        args.detect.device.as_deref(),
-    )?;
+    let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
 
     let bar = ProgressBar::new(images.len() as u64 + homographies.len() as u64);
     if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}") {
@@ -187,13 +181,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     for p in &pairs {
         human.line(&format!(
             "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9.3} {:>13.3}",
-            p.pair,
-            p.keypoints1,
-            p.keypoints2,
-            p.matches,
-            p.correct,
-            p.precision,
-            p.repeatability
+            p.pair, p.keypoints1, p.keypoints2, p.matches, p.correct, p.precision, p.repeatability
         ));
     }
     if let Some(target) = &json {
