@@ -184,7 +184,10 @@ mod tests {
         };
         assert_eq!(c.node_name, "feat");
         assert_eq!(c.namespace, "/robot");
-        assert_eq!(c.remaps, vec![("image".to_string(), "/camera/image_raw".to_string())]);
+        assert_eq!(
+            c.remaps,
+            vec![("image".to_string(), "/camera/image_raw".to_string())]
+        );
         assert_eq!(c.domain_id, 7);
         assert_eq!(c.image_qos_depth, 3);
         assert!(!c.log_to_stderr);
@@ -194,15 +197,29 @@ mod tests {
 
     #[test]
     fn flags_and_errors() {
-        let Parsed::Run(c) = parse(&args("n --domain-id 3 --param octaves:=2 --remap a:=b"), Some("9")) else {
+        let Parsed::Run(c) = parse(
+            &args("n --domain-id 3 --param octaves:=2 --remap a:=b"),
+            Some("9"),
+        ) else {
             panic!("did not parse")
         };
         assert_eq!((c.domain_id, c.params.octaves), (3, 2));
         assert_eq!(c.remaps, vec![("a".to_string(), "b".to_string())]);
-        assert!(matches!(parse(&args("n --param octaves:=9"), None), Parsed::Exit { code: 2, .. }));
-        assert!(matches!(parse(&args("n --ros-args -x"), None), Parsed::Exit { code: 2, .. }));
-        assert!(matches!(parse(&args("n"), Some("abc")), Parsed::Exit { code: 2, .. }));
-        let Parsed::Run(c) = parse(&args("n"), Some("")) else { panic!() };
+        assert!(matches!(
+            parse(&args("n --param octaves:=9"), None),
+            Parsed::Exit { code: 2, .. }
+        ));
+        assert!(matches!(
+            parse(&args("n --ros-args -x"), None),
+            Parsed::Exit { code: 2, .. }
+        ));
+        assert!(matches!(
+            parse(&args("n"), Some("abc")),
+            Parsed::Exit { code: 2, .. }
+        ));
+        let Parsed::Run(c) = parse(&args("n"), Some("")) else {
+            panic!()
+        };
         assert_eq!(c.domain_id, 0);
     }
 }

@@ -15,9 +15,10 @@ use crate::processor::{Detection, Processor, ProcessorFactory};
 
 /// Maps the node's parameters onto the backend's detection parameters.
 pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
-    let octaves = u8::try_from(p.octaves).map_err(|_| format!("octaves out of range: {}", p.octaves))?;
-    let max_keypoints =
-        usize::try_from(p.max_keypoints).map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?;
+    let octaves =
+        u8::try_from(p.octaves).map_err(|_| format!("octaves out of range: {}", p.octaves))?;
+    let max_keypoints = usize::try_from(p.max_keypoints)
+        .map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?;
     let mut surf = SurfConfig {
         octaves,
         upright: p.upright,
@@ -143,7 +144,12 @@ impl Processor for BackendProcessor {
         // most, small next to detection.
         let matches = self
             .backend
-            .match_features(&features(query), &features(train), &config, descriptor_kind(params))
+            .match_features(
+                &features(query),
+                &features(train),
+                &config,
+                descriptor_kind(params),
+            )
             .map_err(|e| e.to_string())?;
         Ok(matches
             .iter()

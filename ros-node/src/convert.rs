@@ -111,8 +111,8 @@ pub struct Layout {
 /// Checks `msg` without allocating: known encoding, size within the core's limits, step covers
 /// a row, and `data.len() == step * height`.
 pub fn validate(msg: &Image) -> Result<Layout, ImageMsgError> {
-    let encoding =
-        Encoding::parse(&msg.encoding).ok_or_else(|| ImageMsgError::Encoding(msg.encoding.clone()))?;
+    let encoding = Encoding::parse(&msg.encoding)
+        .ok_or_else(|| ImageMsgError::Encoding(msg.encoding.clone()))?;
     let (width, height) = (msg.width as usize, msg.height as usize);
     surfcl_core::image::check_dimensions(width, height).map_err(|reason| ImageMsgError::Size {
         width: msg.width,
@@ -196,7 +196,13 @@ mod tests {
 
     #[test]
     fn accepts_each_encoding_with_padding() {
-        for (enc, bpp) in [("mono8", 1), ("rgb8", 3), ("bgr8", 3), ("rgba8", 4), ("bgra8", 4)] {
+        for (enc, bpp) in [
+            ("mono8", 1),
+            ("rgb8", 3),
+            ("bgr8", 3),
+            ("rgba8", 4),
+            ("bgra8", 4),
+        ] {
             let m = msg(5, 3, enc, 5 * bpp + 2, (5 * bpp as usize + 2) * 3);
             let layout = validate(&m).unwrap();
             assert_eq!(layout.encoding.bytes_per_pixel(), bpp as usize);
@@ -208,11 +214,26 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        assert!(matches!(validate(&msg(4, 4, "mono8", 4, 15)), Err(ImageMsgError::DataLength { .. })));
-        assert!(matches!(validate(&msg(0, 4, "mono8", 0, 0)), Err(ImageMsgError::Size { .. })));
-        assert!(matches!(validate(&msg(4, 0, "mono8", 4, 0)), Err(ImageMsgError::Size { .. })));
-        assert!(matches!(validate(&msg(4, 4, "yuv422", 8, 32)), Err(ImageMsgError::Encoding(_))));
-        assert!(matches!(validate(&msg(4, 4, "rgb8", 11, 44)), Err(ImageMsgError::Step { .. })));
+        assert!(matches!(
+            validate(&msg(4, 4, "mono8", 4, 15)),
+            Err(ImageMsgError::DataLength { .. })
+        ));
+        assert!(matches!(
+            validate(&msg(0, 4, "mono8", 0, 0)),
+            Err(ImageMsgError::Size { .. })
+        ));
+        assert!(matches!(
+            validate(&msg(4, 0, "mono8", 4, 0)),
+            Err(ImageMsgError::Size { .. })
+        ));
+        assert!(matches!(
+            validate(&msg(4, 4, "yuv422", 8, 32)),
+            Err(ImageMsgError::Encoding(_))
+        ));
+        assert!(matches!(
+            validate(&msg(4, 4, "rgb8", 11, 44)),
+            Err(ImageMsgError::Step { .. })
+        ));
         assert!(matches!(
             validate(&msg(100_000, 100_000, "mono8", 100_000, 16)),
             Err(ImageMsgError::Size { .. })

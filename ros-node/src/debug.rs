@@ -82,7 +82,10 @@ pub fn render(
         height: height as i64,
     };
     for m in matches {
-        if let (Some(q), Some(t)) = (keypoints.get(m.query as usize), previous.get(m.train as usize)) {
+        if let (Some(q), Some(t)) = (
+            keypoints.get(m.query as usize),
+            previous.get(m.train as usize),
+        ) {
             canvas.line((px(q.x), px(q.y)), (px(t.x), px(t.y)), [255, 255, 0]);
         }
     }

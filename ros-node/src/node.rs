@@ -255,14 +255,17 @@ pub fn start(
     config: NodeConfig,
     factory: Arc<dyn ProcessorFactory>,
 ) -> Result<RunningNode, NodeError> {
-    factory.check(&config.params).map_err(|reason| NodeError::Name {
-        name: "parameters".into(),
-        reason,
-    })?;
-    let node_name = NodeName::new(&config.namespace, &config.node_name).map_err(|e| NodeError::Name {
-        name: format!("{}/{}", config.namespace, config.node_name),
-        reason: format!("{e:?}"),
-    })?;
+    factory
+        .check(&config.params)
+        .map_err(|reason| NodeError::Name {
+            name: "parameters".into(),
+            reason,
+        })?;
+    let node_name =
+        NodeName::new(&config.namespace, &config.node_name).map_err(|e| NodeError::Name {
+            name: format!("{}/{}", config.namespace, config.node_name),
+            reason: format!("{e:?}"),
+        })?;
 
     let mut builder = DomainParticipantBuilder::new(config.domain_id);
     if !config.all_interfaces {
@@ -337,9 +340,27 @@ pub fn start(
         .create_subscription::<Image>(&image_topic, None)
         .map_err(ros_err)?;
     let outputs = Outputs {
-        keypoints: create_publisher(&mut node, &config, "keypoints", msg::keypoint_array_type(), &output_qos)?,
-        matches: create_publisher(&mut node, &config, "matches", msg::match_array_type(), &output_qos)?,
-        debug: create_publisher(&mut node, &config, "debug_image", msg::image_type(), &output_qos)?,
+        keypoints: create_publisher(
+            &mut node,
+            &config,
+            "keypoints",
+            msg::keypoint_array_type(),
+            &output_qos,
+        )?,
+        matches: create_publisher(
+            &mut node,
+            &config,
+            "matches",
+            msg::match_array_type(),
+            &output_qos,
+        )?,
+        debug: create_publisher(
+            &mut node,
+            &config,
+            "debug_image",
+            msg::image_type(),
+            &output_qos,
+        )?,
     };
     let diagnostics = create_publisher::<msg::DiagnosticArray>(
         &mut node,
@@ -357,7 +378,10 @@ pub fn start(
                 Ok((image, _info)) => accept_image(&r_shared, &r_log, image),
                 Err(e) => {
                     lock(&r_shared.stats).malformed += 1;
-                    r_log.log(LogLevel::Warn, &format!("dropping an image message that could not be read: {e:?}"));
+                    r_log.log(
+                        LogLevel::Warn,
+                        &format!("dropping an image message that could not be read: {e:?}"),
+                    );
                 }
             }
         }
@@ -376,7 +400,8 @@ pub fn start(
                 s.window.clear();
                 snap
             };
-            let report = diagnostics_report(&d_name, &last.1, &snapshot, now.duration_since(last.0));
+            let report =
+                diagnostics_report(&d_name, &last.1, &snapshot, now.duration_since(last.0));
             let _ = diagnostics.publish(report);
             last = (now, snapshot);
         }
@@ -408,30 +433,50 @@ fn accept_image(shared: &Shared, log: &Logger, image: Image) {
         }
         Err(e) => {
             lock(&shared.stats).malformed += 1;
-            log.log(LogLevel::Warn, &format!("dropping image (frame {:?}): {e}", image.header.frame_id));
+            log.log(
+                LogLevel::Warn,
+                &format!("dropping image (frame {:?}): {e}", image.header.frame_id),
+            );
         }
     }
 }
 
-fn diagnostics_report(node: &str, before: &Stats, now: &Stats, elapsed: Duration) -> msg::DiagnosticArray {
+fn diagnostics_report(
+    node: &str,
+    before: &Stats,
+    now: &Stats,
+    elapsed: Duration,
+) -> msg::DiagnosticArray {
     let secs = elapsed.as_secs_f64().max(1e-3);
     let fps = (now.processed - before.processed) as f64 / secs;
     let (mean, max) = if now.window.is_empty() {
         (0.0, 0.0)
     } else {
         let sum: f64 = now.window.iter().sum();
-        (sum / now.window.len() as f64, now.window.iter().cloned().fold(0.0, f64::max))
+        (
+            sum / now.window.len() as f64,
+            now.window.iter().cloned().fold(0.0, f64::max),
+        )
     };
     let new_drops = now.dropped_stale - before.dropped_stale;
     let new_failed = now.failed - before.failed;
     let (level, message) = if new_failed > 0 {
-        (msg::DiagnosticStatus::ERROR, format!("{new_failed} frames failed in the backend"))
+        (
+            msg::DiagnosticStatus::ERROR,
+            format!("{new_failed} frames failed in the backend"),
+        )
     } else if new_drops > 0 {
-        (msg::DiagnosticStatus::WARN, format!("dropping frames: {new_drops} in the last {secs:.1} s"))
+        (
+            msg::DiagnosticStatus::WARN,
+            format!("dropping frames: {new_drops} in the last {secs:.1} s"),
+        )
     } else {
         (msg::DiagnosticStatus::OK, "ok".to_string())
     };
-    let kv = |k: &str, v: String| msg::KeyValue { key: k.into(), value: v };
+    let kv = |k: &str, v: String| msg::KeyValue {
+        key: k.into(),
+        value: v,
+    };
     msg::DiagnosticArray {
         header: Header {
             stamp: ros2_client::builtin_interfaces::Time::now(),
@@ -493,8 +538,13 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         let params = lock(&shared.params).clone();
 
         // (Re)open the backend when backend/device changed; prefer the one the validator opened.
-        if processor.as_ref().is_none_or(|(p, _)| !p.same_backend(&params)) {
-            let staged = lock(&shared.staged).take().filter(|(p, _)| p.same_backend(&params));
+        if processor
+            .as_ref()
+            .is_none_or(|(p, _)| !p.same_backend(&params))
+        {
+            let staged = lock(&shared.staged)
+                .take()
+                .filter(|(p, _)| p.same_backend(&params));
             let opened = match staged {
                 Some(s) => Ok(s),
                 None => factory.open(&params).map(|p| (params.clone(), p)),
@@ -515,7 +565,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 }
             }
         }
-        let Some((_, proc_)) = processor.as_mut() else { continue };
+        let Some((_, proc_)) = processor.as_mut() else {
+            continue;
+        };
 
         convert::to_gray(&image.data, &layout, &mut gray);
         let detection = match GrayImage::new(&gray, layout.width, layout.height)
@@ -540,7 +592,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             dropped: u32::try_from(detection.dropped).unwrap_or(u32::MAX),
         };
         match params.descriptor {
-            DescriptorRepr::F32 => kp_msg.descriptors = detection.descriptors.iter().flatten().copied().collect(),
+            DescriptorRepr::F32 => {
+                kp_msg.descriptors = detection.descriptors.iter().flatten().copied().collect()
+            }
             DescriptorRepr::Q7 => {
                 q7.clear();
                 for d in &detection.descriptors {
@@ -550,7 +604,10 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             }
         }
         if let Err(e) = out.keypoints.publish(kp_msg) {
-            log.log(LogLevel::Warn, &format!("publishing keypoints failed: {e:?}"));
+            log.log(
+                LogLevel::Warn,
+                &format!("publishing keypoints failed: {e:?}"),
+            );
         }
 
         let (matches, previous_header) = match &previous {
@@ -565,8 +622,19 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             None => (Vec::new(), Header::default()),
         };
         if params.debug_image {
-            let prev_kps = previous.as_ref().map(|p| p.detection.keypoints.as_slice()).unwrap_or(&[]);
-            crate::debug::render(&gray, layout.width, layout.height, &detection.keypoints, prev_kps, &matches, &mut debug_rgb);
+            let prev_kps = previous
+                .as_ref()
+                .map(|p| p.detection.keypoints.as_slice())
+                .unwrap_or(&[]);
+            crate::debug::render(
+                &gray,
+                layout.width,
+                layout.height,
+                &detection.keypoints,
+                prev_kps,
+                &matches,
+                &mut debug_rgb,
+            );
             let dbg = Image {
                 header: header.clone(),
                 height: layout.height as u32,
@@ -577,7 +645,10 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 data: debug_rgb.clone(),
             };
             if let Err(e) = out.debug.publish(dbg) {
-                log.log(LogLevel::Warn, &format!("publishing debug_image failed: {e:?}"));
+                log.log(
+                    LogLevel::Warn,
+                    &format!("publishing debug_image failed: {e:?}"),
+                );
             }
         }
         let n_matches = matches.len();

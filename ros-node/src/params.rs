@@ -144,7 +144,10 @@ fn want_double(name: &str, v: &ParameterValue) -> Result<f64, String> {
 impl NodeParams {
     /// The current value of every parameter, for declaration.
     pub fn to_values(&self) -> Vec<(&'static str, ParameterValue)> {
-        NAMES.iter().filter_map(|n| self.get(n).map(|v| (*n, v))).collect()
+        NAMES
+            .iter()
+            .filter_map(|n| self.get(n).map(|v| (*n, v)))
+            .collect()
     }
 
     /// The value of parameter `name`, or `None` when the node has no such parameter.
@@ -207,7 +210,9 @@ impl NodeParams {
             "threshold" => {
                 let t = want_double(name, value)?;
                 if !t.is_finite() || t < 0.0 {
-                    return Err(format!("threshold must be finite and >= 0 (0 = default), got {t}"));
+                    return Err(format!(
+                        "threshold must be finite and >= 0 (0 = default), got {t}"
+                    ));
                 }
                 self.threshold = t;
             }
@@ -222,7 +227,9 @@ impl NodeParams {
             "max_keypoints" => {
                 let m = want_int(name, value)?;
                 if !(1..=MAX_KEYPOINTS_LIMIT).contains(&m) {
-                    return Err(format!("max_keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {m}"));
+                    return Err(format!(
+                        "max_keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {m}"
+                    ));
                 }
                 self.max_keypoints = m;
             }
@@ -352,7 +359,10 @@ mod tests {
         p.apply_str("octaves", "3").unwrap();
         p.apply_str("upright", "true").unwrap();
         p.apply_str("detector", "harris").unwrap();
-        assert_eq!((p.threshold, p.octaves, p.upright, p.detector), (0.001, 3, true, Detector::Harris));
+        assert_eq!(
+            (p.threshold, p.octaves, p.upright, p.detector),
+            (0.001, 3, true, Detector::Harris)
+        );
         assert!(p.apply_str("octaves", "three").is_err());
         assert!(p.apply_str("nope", "1").is_err());
     }

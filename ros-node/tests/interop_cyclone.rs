@@ -55,7 +55,10 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    assert!(unshare_ok, "`unshare --net --pid` is not available (needs root or user namespaces)");
+    assert!(
+        unshare_ok,
+        "`unshare --net --pid` is not available (needs root or user namespaces)"
+    );
 
     let script = r#"
         ip link set lo up || exit 90
@@ -68,7 +71,16 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
         exit $rc
     "#;
     let mut child = Command::new("unshare")
-        .args(["--net", "--pid", "--fork", "--kill-child", "--", "sh", "-c", script])
+        .args([
+            "--net",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .env("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node"))
         .env("PEER_PY", &python)
         .env("PEER", manifest().join("tests/peer/peer.py"))
@@ -94,16 +106,24 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}", tail(&stderr, 3000));
+    eprintln!(
+        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
+        tail(&stderr, 3000)
+    );
     let status = status.expect("interop test timed out after 150 s");
     assert!(status.success(), "peer failed with {status}: {stdout}");
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.contains("\"ok\": true"), "{last}");
-    assert!(last.contains("\"keypoints_rgb8_identical\": true"), "{last}");
+    assert!(
+        last.contains("\"keypoints_rgb8_identical\": true"),
+        "{last}"
+    );
 }
 
 fn tail(s: &str, n: usize) -> &str {
     let start = s.len().saturating_sub(n);
-    let start = (start..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(s.len());
+    let start = (start..s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
     &s[start..]
 }

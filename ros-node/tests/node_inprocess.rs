@@ -33,26 +33,59 @@ fn boat_keypoints_and_matches_equal_direct_backend() {
     // The same images straight through the backend.
     let params = test_params();
     let mut direct = factory().open(&params).unwrap();
-    let d1 = direct.detect(&GrayImage::new(&img1.pixels, img1.width, img1.height).unwrap(), &params).unwrap();
-    let d2 = direct.detect(&GrayImage::new(&img2.pixels, img2.width, img2.height).unwrap(), &params).unwrap();
+    let d1 = direct
+        .detect(
+            &GrayImage::new(&img1.pixels, img1.width, img1.height).unwrap(),
+            &params,
+        )
+        .unwrap();
+    let d2 = direct
+        .detect(
+            &GrayImage::new(&img2.pixels, img2.width, img2.height).unwrap(),
+            &params,
+        )
+        .unwrap();
     let dm = direct.match_frames(&d2, &d1, &params).unwrap();
 
     assert!(!d1.keypoints.is_empty());
     assert_eq!(kp1.header, header(1, "cam"));
-    assert_eq!(kp1.keypoints, d1.keypoints.iter().map(KeypointMsg::from).collect::<Vec<_>>());
-    assert_eq!(kp1.descriptors, d1.descriptors.iter().flatten().copied().collect::<Vec<_>>());
+    assert_eq!(
+        kp1.keypoints,
+        d1.keypoints
+            .iter()
+            .map(KeypointMsg::from)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        kp1.descriptors,
+        d1.descriptors.iter().flatten().copied().collect::<Vec<_>>()
+    );
     assert!(kp1.descriptors_q7.is_empty());
-    assert_eq!((kp1.descriptor_length, kp1.dropped as usize), (64, d1.dropped));
+    assert_eq!(
+        (kp1.descriptor_length, kp1.dropped as usize),
+        (64, d1.dropped)
+    );
     // rgb8 with R = G = B has exactly the gray luminance.
-    assert_eq!(kp2.keypoints, d2.keypoints.iter().map(KeypointMsg::from).collect::<Vec<_>>());
+    assert_eq!(
+        kp2.keypoints,
+        d2.keypoints
+            .iter()
+            .map(KeypointMsg::from)
+            .collect::<Vec<_>>()
+    );
 
-    assert!(m1.matches.is_empty(), "first frame has nothing to match against");
+    assert!(
+        m1.matches.is_empty(),
+        "first frame has nothing to match against"
+    );
     assert_eq!(m2.header, header(2, "cam"));
     assert_eq!(m2.previous_header, header(1, "cam"));
     assert_eq!(m2.matches, dm);
     assert!(!dm.is_empty(), "boat 1 -> 2 should match");
     for m in &m2.matches {
-        assert!((m.query as usize) < kp2.keypoints.len() && (m.train as usize) < kp1.keypoints.len());
+        assert!(
+            (m.query as usize) < kp2.keypoints.len() && (m.train as usize) < kp1.keypoints.len()
+        );
     }
     let stats = node.stats();
     assert_eq!(stats.malformed, 0);
@@ -69,16 +102,41 @@ fn malformed_messages_are_dropped_and_node_keeps_running() {
     let small = resize_tile(&boat(1), 160, 120);
     let good = mono8(&small, header(50, "cam"));
     let bad = [
-        Image { data: vec![0; 100], ..mono8(&small, header(10, "bad-length")) },
-        Image { width: 0, step: 0, data: vec![], ..mono8(&small, header(11, "zero-width")) },
-        Image { encoding: "yuv422".into(), ..mono8(&small, header(12, "bad-encoding")) },
-        Image { width: 100_000, height: 100_000, step: 100_000, data: vec![1; 64], ..mono8(&small, header(13, "huge")) },
-        Image { step: 10, data: vec![0; 10 * 120], ..mono8(&small, header(14, "short-step")) },
+        Image {
+            data: vec![0; 100],
+            ..mono8(&small, header(10, "bad-length"))
+        },
+        Image {
+            width: 0,
+            step: 0,
+            data: vec![],
+            ..mono8(&small, header(11, "zero-width"))
+        },
+        Image {
+            encoding: "yuv422".into(),
+            ..mono8(&small, header(12, "bad-encoding"))
+        },
+        Image {
+            width: 100_000,
+            height: 100_000,
+            step: 100_000,
+            data: vec![1; 64],
+            ..mono8(&small, header(13, "huge"))
+        },
+        Image {
+            step: 10,
+            data: vec![0; 10 * 120],
+            ..mono8(&small, header(14, "short-step"))
+        },
     ];
     let deadline = Instant::now() + LIMIT;
     // Best-effort delivery: resend the batch until the node has seen all of them.
     while node.stats().malformed < bad.len() as u64 {
-        assert!(Instant::now() < deadline, "malformed messages never arrived: {:?}", node.stats());
+        assert!(
+            Instant::now() < deadline,
+            "malformed messages never arrived: {:?}",
+            node.stats()
+        );
         for b in &bad {
             client.images.publish(b.clone()).unwrap();
             std::thread::sleep(Duration::from_millis(20));
@@ -88,11 +146,18 @@ fn malformed_messages_are_dropped_and_node_keeps_running() {
     let (kp, m) = client.process(&good, LIMIT);
     assert_eq!(kp.header, header(50, "cam"));
     assert!(!kp.keypoints.is_empty());
-    assert!(m.matches.is_empty(), "malformed frames must not become the previous frame");
+    assert!(
+        m.matches.is_empty(),
+        "malformed frames must not become the previous frame"
+    );
     assert_eq!(m.previous_header, surfcl_ros::msg::Header::default());
     // Nothing was published for a malformed stamp.
     while let Ok(Some((k, _))) = client.keypoints.take() {
-        assert!(k.header.stamp.to_nanos() >= 50_000_000_000, "{:?}", k.header);
+        assert!(
+            k.header.stamp.to_nanos() >= 50_000_000_000,
+            "{:?}",
+            k.header
+        );
     }
     let s = node.stats();
     assert!(s.malformed >= bad.len() as u64 && s.processed >= 1, "{s:?}");
@@ -109,24 +174,40 @@ fn parameters_apply_on_next_frame_and_bad_values_are_refused() {
     let (kp1, _) = client.process(&mono8(&img, header(1, "cam")), LIMIT);
     let limit = (kp1.keypoints.len() / 3).max(1) as i64;
 
-    let results = set_param_calls(&mut client, node.fully_qualified_name(), vec![
-        ("octaves", ParameterValue::Integer(9)),
-        ("backend", ParameterValue::String("cuda".into())),
-        ("max_keypoints", ParameterValue::String("many".into())),
-    ]);
+    let results = set_param_calls(
+        &mut client,
+        node.fully_qualified_name(),
+        vec![
+            ("octaves", ParameterValue::Integer(9)),
+            ("backend", ParameterValue::String("cuda".into())),
+            ("max_keypoints", ParameterValue::String("many".into())),
+        ],
+    );
     for (ok, reason) in &results {
         assert!(!ok && !reason.is_empty(), "{results:?}");
     }
-    assert_eq!(node.params(), test_params(), "refused values must not change anything");
+    assert_eq!(
+        node.params(),
+        test_params(),
+        "refused values must not change anything"
+    );
 
-    let results = set_param_calls(&mut client, node.fully_qualified_name(), vec![
-        ("max_keypoints", ParameterValue::Integer(limit)),
-        ("descriptor", ParameterValue::String("q7".into())),
-    ]);
+    let results = set_param_calls(
+        &mut client,
+        node.fully_qualified_name(),
+        vec![
+            ("max_keypoints", ParameterValue::Integer(limit)),
+            ("descriptor", ParameterValue::String("q7".into())),
+        ],
+    );
     assert_eq!(results, vec![(true, String::new()); 2]);
     let (kp2, _) = client.process(&mono8(&img, header(2, "cam")), LIMIT);
     assert_eq!(kp2.keypoints.len() as i64, limit);
-    assert_eq!(kp2.keypoints[..], kp1.keypoints[..limit as usize], "the strongest are kept");
+    assert_eq!(
+        kp2.keypoints[..],
+        kp1.keypoints[..limit as usize],
+        "the strongest are kept"
+    );
     assert!(kp2.dropped as usize >= kp1.keypoints.len() - limit as usize);
     assert!(kp2.descriptors.is_empty());
     assert_eq!(kp2.descriptors_q7.len(), 64 * limit as usize);
@@ -138,7 +219,11 @@ fn parameters_apply_on_next_frame_and_bad_values_are_refused() {
     node.stop();
 }
 
-fn set_param_calls(client: &mut Client, fqn: &str, params: Vec<(&str, ParameterValue)>) -> Vec<(bool, String)> {
+fn set_param_calls(
+    client: &mut Client,
+    fqn: &str,
+    params: Vec<(&str, ParameterValue)>,
+) -> Vec<(bool, String)> {
     let qos = QosProfile::publisher_default().history(History::KeepLast { depth: 1 });
     let svc = client
         .node
@@ -150,15 +235,27 @@ fn set_param_calls(client: &mut Client, fqn: &str, params: Vec<(&str, ParameterV
             qos,
         )
         .unwrap();
-    within(LIMIT, svc.wait_for_service(&client.node)).expect("set_parameters service not discovered");
+    within(LIMIT, svc.wait_for_service(&client.node))
+        .expect("set_parameters service not discovered");
     let req = SetParametersRequest {
         parameter: params
             .into_iter()
-            .map(|(name, value)| Parameter { name: name.into(), value }.into())
+            .map(|(name, value)| {
+                Parameter {
+                    name: name.into(),
+                    value,
+                }
+                .into()
+            })
             .collect(),
     };
-    let resp = within(LIMIT, svc.async_call_service(req)).expect("no reply").unwrap();
-    resp.results.into_iter().map(|r| (r.successful, r.reason)).collect()
+    let resp = within(LIMIT, svc.async_call_service(req))
+        .expect("no reply")
+        .unwrap();
+    resp.results
+        .into_iter()
+        .map(|r| (r.successful, r.reason))
+        .collect()
 }
 
 #[test]
@@ -177,12 +274,25 @@ fn namespace_remap_and_debug_image() {
     let img = resize_tile(&boat(1), 200, 150);
     let (kp, _) = client.process(&mono8(&img, header(7, "cam")), LIMIT);
     assert!(!kp.keypoints.is_empty());
-    let dbg = take_stamped(&client.debug, kp.header.stamp, Duration::from_secs(10), |m| m.header.stamp)
-        .expect("no debug image");
-    assert_eq!((dbg.width, dbg.height, dbg.encoding.as_str(), dbg.step), (200, 150, "rgb8", 600));
+    let dbg = take_stamped(
+        &client.debug,
+        kp.header.stamp,
+        Duration::from_secs(10),
+        |m| m.header.stamp,
+    )
+    .expect("no debug image");
+    assert_eq!(
+        (dbg.width, dbg.height, dbg.encoding.as_str(), dbg.step),
+        (200, 150, "rgb8", 600)
+    );
     assert_eq!(dbg.data.len(), 200 * 150 * 3);
     // Away from the drawings the picture is the gray frame.
-    let gray_px = dbg.data.chunks(3).zip(&img.pixels).filter(|(p, g)| p == &[**g, **g, **g]).count();
+    let gray_px = dbg
+        .data
+        .chunks(3)
+        .zip(&img.pixels)
+        .filter(|(p, g)| p == &[**g, **g, **g])
+        .count();
     assert!(gray_px > 200 * 150 / 2 && gray_px < 200 * 150, "{gray_px}");
     node.stop();
 }

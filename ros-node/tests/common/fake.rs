@@ -69,22 +69,43 @@ impl Processor for FakeProcessor {
                 d
             })
             .collect();
-        Ok(Detection { width: w, height: h, keypoints: kps, descriptors, dropped })
+        Ok(Detection {
+            width: w,
+            height: h,
+            keypoints: kps,
+            descriptors,
+            dropped,
+        })
     }
-    fn match_frames(&mut self, q: &Detection, t: &Detection, params: &NodeParams) -> Result<Vec<MatchMsg>, String> {
+    fn match_frames(
+        &mut self,
+        q: &Detection,
+        t: &Detection,
+        params: &NodeParams,
+    ) -> Result<Vec<MatchMsg>, String> {
         let mut out = Vec::new();
         for (qi, qd) in q.descriptors.iter().enumerate() {
             let mut best = (f32::INFINITY, f32::INFINITY, 0usize);
             for (ti, td) in t.descriptors.iter().enumerate() {
-                let d = qd.iter().zip(td).map(|(a, b)| (a - b) * (a - b)).sum::<f32>().sqrt();
+                let d = qd
+                    .iter()
+                    .zip(td)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f32>()
+                    .sqrt();
                 if d < best.0 {
                     best = (d, best.0, ti);
                 } else if d < best.1 {
                     best.1 = d;
                 }
             }
-            if best.0 < params.ratio as f32 * best.1 || (best.0.is_finite() && !best.1.is_finite()) {
-                out.push(MatchMsg { query: qi as u32, train: best.2 as u32, distance: best.0 });
+            if best.0 < params.ratio as f32 * best.1 || (best.0.is_finite() && !best.1.is_finite())
+            {
+                out.push(MatchMsg {
+                    query: qi as u32,
+                    train: best.2 as u32,
+                    distance: best.0,
+                });
             }
         }
         Ok(out)

@@ -10,14 +10,18 @@ use std::time::{Duration, Instant};
 use ros2_client::builtin_interfaces::Time;
 use ros2_client::dds::rustdds::DomainParticipantBuilder;
 use ros2_client::qos::History;
-use ros2_client::{Context, Message, Name, Node, NodeName, NodeOptions, Publisher, QosProfile, Subscription};
+use ros2_client::{
+    Context, Message, Name, Node, NodeName, NodeOptions, Publisher, QosProfile, Subscription,
+};
 use surfcl_ros::msg::{self, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode};
 use surfcl_ros::processor::ProcessorFactory;
 
 /// Path of a file under the workspace's `data/`.
 pub fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../data")
+        .join(rel)
 }
 
 /// A gray image.
@@ -53,7 +57,11 @@ pub fn read_pgm(path: &std::path::Path) -> Gray {
     let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
     assert_eq!(fields[3], "255");
     let pixels = bytes[i + 1..i + 1 + w * h].to_vec();
-    Gray { width: w, height: h, pixels }
+    Gray {
+        width: w,
+        height: h,
+        pixels,
+    }
 }
 
 /// Halves the image (2x2 box average), for faster tests.
@@ -69,7 +77,11 @@ pub fn half(g: &Gray) -> Gray {
             pixels.push(((s + 2) / 4) as u8);
         }
     }
-    Gray { width: w, height: h, pixels }
+    Gray {
+        width: w,
+        height: h,
+        pixels,
+    }
 }
 
 /// Crops/tiles the image to `w x h` (wrapping), e.g. 640x480 from the boat.
@@ -80,7 +92,11 @@ pub fn resize_tile(g: &Gray, w: usize, h: usize) -> Gray {
             pixels.push(g.pixels[(y % g.height) * g.width + (x % g.width)]);
         }
     }
-    Gray { width: w, height: h, pixels }
+    Gray {
+        width: w,
+        height: h,
+        pixels,
+    }
 }
 
 pub fn header(stamp_sec: i32, frame: &str) -> Header {
@@ -133,8 +149,14 @@ pub struct Client {
     pub debug: Subscription<Image>,
 }
 
-fn topic(node: &mut Node, name: &str, ty: ros2_client::MessageTypeName, qos: &QosProfile) -> ros2_client::dds::rustdds::Topic {
-    node.create_topic(&Name::parse(name).unwrap(), ty, qos).unwrap()
+fn topic(
+    node: &mut Node,
+    name: &str,
+    ty: ros2_client::MessageTypeName,
+    qos: &QosProfile,
+) -> ros2_client::dds::rustdds::Topic {
+    node.create_topic(&Name::parse(name).unwrap(), ty, qos)
+        .unwrap()
 }
 
 impl Client {
@@ -148,29 +170,59 @@ impl Client {
         let mut node = ctx
             .new_node(
                 NodeName::new("/", "surfcl_test_client").unwrap(),
-                NodeOptions::new().enable_rosout(false).start_parameter_services(false),
+                NodeOptions::new()
+                    .enable_rosout(false)
+                    .start_parameter_services(false),
             )
             .unwrap();
         smol::spawn(node.spinner().unwrap().spin()).detach();
         let reliable = QosProfile::publisher_default().history(History::KeepLast { depth: 10 });
         let t = topic(&mut node, image_topic, msg::image_type(), &reliable);
         let images = node.create_publisher::<Image>(&t, None).unwrap();
-        let base = if ns == "/" { String::new() } else { ns.to_string() };
-        let t = topic(&mut node, &format!("{base}/keypoints"), msg::keypoint_array_type(), &reliable);
+        let base = if ns == "/" {
+            String::new()
+        } else {
+            ns.to_string()
+        };
+        let t = topic(
+            &mut node,
+            &format!("{base}/keypoints"),
+            msg::keypoint_array_type(),
+            &reliable,
+        );
         let keypoints = node.create_subscription::<KeypointArray>(&t, None).unwrap();
-        let t = topic(&mut node, &format!("{base}/matches"), msg::match_array_type(), &reliable);
+        let t = topic(
+            &mut node,
+            &format!("{base}/matches"),
+            msg::match_array_type(),
+            &reliable,
+        );
         let matches = node.create_subscription::<MatchArray>(&t, None).unwrap();
-        let t = topic(&mut node, &format!("{base}/debug_image"), msg::image_type(), &reliable);
+        let t = topic(
+            &mut node,
+            &format!("{base}/debug_image"),
+            msg::image_type(),
+            &reliable,
+        );
         let debug = node.create_subscription::<Image>(&t, None).unwrap();
-        Client { node, images, keypoints, matches, debug }
+        Client {
+            node,
+            images,
+            keypoints,
+            matches,
+            debug,
+        }
     }
 
     /// Waits (bounded) until the node's image subscription and our output subscriptions are
     /// matched.
     pub fn wait_connected(&self, limit: Duration) {
-        within(limit, self.images.wait_for_subscription(&self.node)).expect("node's image subscription not discovered");
-        within(limit, self.keypoints.wait_for_publisher(&self.node)).expect("node's keypoints publisher not discovered");
-        within(limit, self.matches.wait_for_publisher(&self.node)).expect("node's matches publisher not discovered");
+        within(limit, self.images.wait_for_subscription(&self.node))
+            .expect("node's image subscription not discovered");
+        within(limit, self.keypoints.wait_for_publisher(&self.node))
+            .expect("node's keypoints publisher not discovered");
+        within(limit, self.matches.wait_for_publisher(&self.node))
+            .expect("node's matches publisher not discovered");
     }
 
     /// Publishes `img` repeatedly (every `period`) until the node's output with the same stamp
@@ -187,14 +239,21 @@ impl Client {
             let until = Instant::now() + Duration::from_millis(1500);
             while Instant::now() < until && (kp.is_none() || m.is_none()) {
                 if kp.is_none() {
-                    kp = take_stamped(&self.keypoints, stamp, Duration::from_millis(50), |k| k.header.stamp);
+                    kp = take_stamped(&self.keypoints, stamp, Duration::from_millis(50), |k| {
+                        k.header.stamp
+                    });
                 }
                 if m.is_none() {
-                    m = take_stamped(&self.matches, stamp, Duration::from_millis(50), |k| k.header.stamp);
+                    m = take_stamped(&self.matches, stamp, Duration::from_millis(50), |k| {
+                        k.header.stamp
+                    });
                 }
             }
         }
-        (kp.expect("no keypoints for the frame"), m.expect("no matches for the frame"))
+        (
+            kp.expect("no keypoints for the frame"),
+            m.expect("no matches for the frame"),
+        )
     }
 }
 
@@ -218,7 +277,11 @@ pub fn take_stamped<M: Message + 'static>(
 }
 
 /// Starts a node on `domain` with the given factory and parameters tweak.
-pub fn start_node(domain: u16, factory: Arc<dyn ProcessorFactory>, tweak: impl FnOnce(&mut NodeConfig)) -> RunningNode {
+pub fn start_node(
+    domain: u16,
+    factory: Arc<dyn ProcessorFactory>,
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> RunningNode {
     let mut config = NodeConfig {
         domain_id: domain,
         log_to_stderr: true,
