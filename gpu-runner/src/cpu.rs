@@ -35,7 +35,7 @@ const MIN_QUERIES_PER_THREAD: usize = 128;
 pub struct CpuBackend {
     integral: Vec<u32>,
     surf_scratch: Vec<u32>,
-    harris_scratch: Vec<u32>,
+    harris_scratch: Vec<i32>,
     keypoints: Vec<Keypoint>,
     query_q7: Vec<DescriptorQ7>,
     train_q7: Vec<DescriptorQ7>,
@@ -110,7 +110,7 @@ impl Backend for CpuBackend {
                 params.surf.upright
             }
             DetectorKind::Harris => {
-                let need = harris::scratch_len(&params.harris, width, height)?;
+                let need = harris::scratch_len(width, height)?;
                 ensure_len(&mut self.harris_scratch, need);
                 harris::detect(
                     image,

@@ -9,7 +9,8 @@
 //!   images (same objects as in `detect`), so that `query`/`train` indices can be resolved to
 //!   positions without a second run; `correct` and `precision` are present only with
 //!   `--homography`. Extra keys: `detector`, `backend`, `device`, `descriptor`.
-//! - `eval`: `{"dir", "detector", "backend", "device", "threshold", "pairs": [{"pair",
+//! - `eval`: `{"dir", "detector", "backend", "device", "threshold", "threshold_relative",
+//!   "pairs": [{"pair",
 //!   "keypoints1", "keypoints2", "matches", "correct", "precision", "repeatability"}]}` with
 //!   counts (not arrays).
 //!
@@ -199,6 +200,9 @@ pub struct EvalReport {
     pub device: String,
     /// The detector threshold used.
     pub threshold: f32,
+    /// Whether `threshold` is a fraction of the largest response (Harris' default) rather than
+    /// an absolute value.
+    pub threshold_relative: bool,
     /// One row per pair 1-2 .. 1-N.
     pub pairs: Vec<EvalPair>,
 }

@@ -384,3 +384,57 @@ fn devices_always_exits_0() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert!(!out.stdout.is_empty());
 }
+
+#[test]
+fn harris_detection_and_q7_matching_work_end_to_end() {
+    let dir = small_boat();
+    let img1 = dir.join("img1.png");
+    let out = surfcl(&[
+        "detect",
+        path_str(&img1),
+        "--backend",
+        "cpu",
+        "--detector",
+        "harris",
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["detector"], "harris");
+    let kps = v["keypoints"].as_array().unwrap();
+    assert!(kps.len() > 50, "{} Harris corners", kps.len());
+    // Harris corners carry no Laplacian sign and are described upright.
+    assert!(
+        kps.iter()
+            .all(|k| k["laplacian"] == 0 && k["orientation"] == 0.0)
+    );
+
+    let out = surfcl(&[
+        "match",
+        path_str(&img1),
+        path_str(&dir.join("img2.png")),
+        "--backend",
+        "cpu",
+        "--descriptor",
+        "q7",
+        "--cross-check",
+        "--homography",
+        path_str(&dir.join("H1to2p")),
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let matches = v["matches"].as_array().unwrap();
+    assert!(matches.len() > 30, "{} Q7 matches", matches.len());
+    // Cross-checked: no train point is used twice.
+    let mut trains: Vec<u64> = matches
+        .iter()
+        .map(|m| m["train"].as_u64().unwrap())
+        .collect();
+    trains.sort_unstable();
+    trains.dedup();
+    assert_eq!(trains.len(), matches.len());
+    assert!(v["precision"].as_f64().unwrap() > 0.5, "{}", v["precision"]);
+}

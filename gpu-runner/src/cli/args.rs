@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use surfcl_core::harris::HarrisConfig;
+use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::{Precision, SurfConfig};
 
@@ -70,8 +70,8 @@ pub struct DetectOptions {
     /// Upright SURF: no orientation assignment (faster; not rotation invariant).
     #[arg(long)]
     pub upright: bool,
-    /// Detector threshold (SURF: Hessian response in OpenSURF units, default 0.0004; Harris:
-    /// see the Harris defaults).
+    /// Detector threshold. SURF: Hessian response in OpenSURF units (default 0.0004). Harris:
+    /// an absolute threshold on R (default: 1% of the image's largest response).
     #[arg(long)]
     pub threshold: Option<f32>,
     /// Number of SURF octaves (1..=6, default 4).
@@ -116,7 +116,7 @@ impl DetectOptions {
         if let Some(t) = self.threshold {
             match detector {
                 DetectorKind::Surf => surf.threshold = t,
-                DetectorKind::Harris => harris.threshold = t,
+                DetectorKind::Harris => harris.threshold = HarrisThreshold::Absolute(t),
             }
         }
         let params = DetectParams {
@@ -133,11 +133,15 @@ impl DetectOptions {
         Ok(params)
     }
 
-    /// The threshold in effect for the chosen detector.
-    pub fn effective_threshold(params: &DetectParams) -> f32 {
+    /// The threshold in effect for the chosen detector, and whether it is relative (Harris'
+    /// default: a fraction of the image's largest response) rather than absolute.
+    pub fn effective_threshold(params: &DetectParams) -> (f32, bool) {
         match params.detector {
-            DetectorKind::Surf => params.surf.threshold,
-            DetectorKind::Harris => params.harris.threshold,
+            DetectorKind::Surf => (params.surf.threshold, false),
+            DetectorKind::Harris => match params.harris.threshold {
+                HarrisThreshold::Absolute(t) => (t, false),
+                HarrisThreshold::Relative(f) => (f, true),
+            },
         }
     }
 }

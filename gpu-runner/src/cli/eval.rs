@@ -166,13 +166,19 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     }
     bar.finish_and_clear();
 
+    let (threshold, threshold_relative) = DetectOptions::effective_threshold(&params);
     human.line(&format!(
-        "{}: {} on {} ({}), threshold {}",
+        "{}: {} on {} ({}), threshold {}{}",
         args.dir.display(),
         params.detector.name(),
         backend.name(),
         backend.device(),
-        DetectOptions::effective_threshold(&params)
+        threshold,
+        if threshold_relative {
+            " of the largest response"
+        } else {
+            ""
+        }
     ));
     human.line(&format!(
         "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9} {:>13}",
@@ -190,7 +196,8 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
             detector: params.detector.name().into(),
             backend: backend.name().into(),
             device: backend.device(),
-            threshold: DetectOptions::effective_threshold(&params),
+            threshold,
+            threshold_relative,
             pairs,
         };
         write_json(target, &report)?;

@@ -109,11 +109,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
-/// `surfcl bench`: dispatched to the OpenCL work's `crate::bench::run`.
+/// `surfcl bench`: dispatched to [`crate::bench::run`].
 fn bench(args: &BenchArgs) -> Result<ExitCode, Error> {
-    // crate::bench::run(args, args.detect.backend_choice(), args.detect.device.as_deref())
-    // is called here once it exists.
-    let _ = args;
-    eprintln!("bench: not yet implemented");
-    Ok(ExitCode::from(EXIT_USAGE))
+    crate::bench::run(
+        args,
+        args.detect.backend_choice(),
+        args.detect.device.as_deref(),
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
