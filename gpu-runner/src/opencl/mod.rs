@@ -133,6 +133,9 @@ pub struct DeviceInfo {
     pub fp64: bool,
 }
 
+/// Serialises OpenCL setup calls (enumeration, context creation, program builds).
+pub(crate) static SETUP_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A device together with its platform and description.
 #[derive(Debug, Clone)]
 pub(crate) struct Selected {
@@ -189,6 +192,11 @@ fn describe(index: usize, platform: &Platform, device: &Device) -> DeviceInfo {
 
 /// All (platform, device) pairs in platform order, then device order.
 fn enumerate() -> Result<Vec<Selected>, OpenClError> {
+    // The ICD loader's first platform query is not thread-safe with PoCL (SIGSEGV when the
+    // tests open devices from several threads): enumerate under a process-wide lock.
+    let _guard = SETUP_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     // `Platform::list` panics without an ICD; the core call returns an error instead.
     let platforms = match ocl::core::get_platform_ids() {
         Ok(p) if !p.is_empty() => Platform::list_from_core(p),

@@ -144,6 +144,9 @@ pub(crate) struct Gpu {
 
 impl Gpu {
     pub(crate) fn new(selected: Selected) -> Result<Self, OpenClError> {
+        let _guard = super::SETUP_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let context = Context::builder()
             .platform(selected.platform)
             .devices(selected.device)
@@ -172,6 +175,12 @@ impl Gpu {
 
     /// Builds one kernel file, surfacing the compiler log on failure.
     pub(crate) fn program(&self, file: &'static str, src: &str) -> Result<Program, OpenClError> {
+        // Building programs from several threads at once crashes PoCL 5 (seen as SIGSEGV when
+        // the tests run in parallel): builds are serialised process-wide. They happen once per
+        // pipeline, so this costs nothing per frame.
+        let _guard = super::SETUP_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         Program::builder()
             .src(src)
             .devices(self.selected.device)

@@ -1,0 +1,316 @@
+//! The OpenCL pipeline against the CPU reference (surfcl-core), on PoCL in CI.
+//!
+//! Without an OpenCL platform these tests FAIL (CI installs PoCL): a silently skipped GPU test
+//! would hide a broken pipeline.
+
+use surfcl_core::describe::{describe_all, to_q7};
+use surfcl_core::integral::integral_len;
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32, match_q7};
+use surfcl_core::surf::{self, PackedCodeTable, Precision, SurfConfig};
+use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
+use surfcl_gpu::opencl::{GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig};
+
+fn require_opencl() {
+    match surfcl_gpu::opencl::list_devices() {
+        Ok(d) if !d.is_empty() => {}
+        other => panic!(
+            "these tests need an OpenCL device (CI: apt-get install pocl-opencl-icd ocl-icd-opencl-dev); got {other:?}"
+        ),
+    }
+}
+
+/// Reads a binary PGM (P5, maxval 255).
+fn load_pgm(path: &str) -> (Vec<u8>, usize, usize) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes[i] == b'#' {
+            while bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        while !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        fields.push(String::from_utf8_lossy(&bytes[start..i]).to_string());
+    }
+    assert_eq!(fields[0], "P5");
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    (bytes[i + 1..i + 1 + w * h].to_vec(), w, h)
+}
+
+fn boat(n: u32) -> (Vec<u8>, usize, usize) {
+    load_pgm(&format!(
+        "{}/../data/oxford-boat/img{n}.pgm",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+/// A crop of the boat image (odd sizes exercise the partial work-groups and grid edges).
+fn crop(src: &(Vec<u8>, usize, usize), w: usize, h: usize) -> Vec<u8> {
+    assert!(w <= src.1 && h <= src.2);
+    (0..h)
+        .flat_map(|y| src.0[y * src.1..][..w].iter().copied())
+        .collect()
+}
+
+fn pipeline(w: usize, h: usize, surf: SurfConfig, max_kp: usize, local: Option<usize>) -> Pipeline {
+    Pipeline::open(
+        None,
+        PipelineConfig {
+            max_width: w,
+            max_height: h,
+            surf,
+            max_keypoints: max_kp,
+            local_size: local,
+        },
+    )
+    .unwrap()
+}
+
+/// The CPU reference: keypoints (strongest first) and descriptors.
+fn cpu_detect(
+    img: &GrayImage,
+    surf: &SurfConfig,
+    max_kp: usize,
+) -> (Vec<Keypoint>, Vec<Descriptor>, usize) {
+    let mut table = vec![0u32; integral_len(img.width(), img.height()).unwrap()];
+    let ii = IntegralImage::compute(img, &mut table).unwrap();
+    let mut scratch = vec![0u32; surf::scratch_len(surf, img.width(), img.height()).unwrap()];
+    let mut storage = vec![Keypoint::default(); max_kp];
+    let mut sink = KeypointBuffer::new(&mut storage);
+    let stats = surf::detect(&ii, surf, &mut scratch, &mut sink).unwrap();
+    let mut kps = sink.points().to_vec();
+    let mut desc = vec![[0f32; 64]; kps.len()];
+    describe_all(&ii, &mut kps, surf.upright, &mut desc).unwrap();
+    (kps, desc, stats.dropped)
+}
+
+#[test]
+fn integral_and_responses_are_identical_to_the_core() {
+    require_opencl();
+    let b = boat(1);
+    for (w, h) in [(641usize, 479usize), (1, 1), (7, 5), (40, 33)] {
+        let pixels = crop(&b, w, h);
+        let img = GrayImage::new(&pixels, w, h).unwrap();
+        let mut table = vec![0u32; integral_len(w, h).unwrap()];
+        let ii = IntegralImage::compute(&img, &mut table).unwrap();
+        for precision in [Precision::Packed8, Precision::F32] {
+            let cfg = SurfConfig {
+                precision,
+                init_sample_step: if w == 40 { 1 } else { 2 },
+                ..SurfConfig::default()
+            };
+            let mut p = pipeline(w, h, cfg, 100, None);
+            p.detect(&img).unwrap();
+            assert_eq!(p.read_integral().unwrap(), ii.table(), "integral {w}x{h}");
+            let table = PackedCodeTable::new(cfg.threshold);
+            for o in 0..u32::from(cfg.octaves) {
+                let (gw, gh) =
+                    surf::grid_size(w, h, surf::sample_step(&cfg, o));
+                if precision == Precision::Packed8 {
+                    let mut cpu = vec![0u32; gw * gh];
+                    surf::compute_octave_packed(&ii, &cfg, o, &table, &mut cpu).unwrap();
+                    let gpu = &p.read_packed().unwrap()[o as usize];
+                    assert_eq!(gpu, &cpu, "packed {w}x{h} octave {o}");
+                    if w == 641 && o == 0 {
+                        // The comparison is not vacuous: some codes are non-zero.
+                        assert!(cpu.iter().any(|&v| v & 0x7f7f_7f7f != 0));
+                    }
+                } else {
+                    let mut cpu = vec![0f32; gw * gh * 4];
+                    surf::compute_octave_f32(&ii, &cfg, o, &mut cpu).unwrap();
+                    let gpu = &p.read_responses().unwrap()[o as usize];
+                    for i in 0..4 {
+                        for s in 0..gw * gh {
+                            assert_eq!(
+                                gpu[i][s].to_bits(),
+                                cpu[s * 4 + i].to_bits(),
+                                "f32 {w}x{h} octave {o} interval {i} sample {s}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn assert_same_keypoints(
+    cpu: &(Vec<Keypoint>, Vec<Descriptor>, usize),
+    gpu: &surfcl_gpu::opencl::DetectOutput,
+    oriented: bool,
+) {
+    let (kps, desc, dropped) = cpu;
+    assert_eq!(gpu.keypoints.len(), kps.len());
+    assert_eq!(gpu.dropped, *dropped);
+    let mut far = 0;
+    for (k, (a, b)) in kps.iter().zip(&gpu.keypoints).enumerate() {
+        assert_eq!(
+            (a.octave, a.interval, a.sample_x, a.sample_y, a.laplacian),
+            (b.octave, b.interval, b.sample_x, b.sample_y, b.laplacian),
+            "keypoint {k}"
+        );
+        assert_eq!(a.response.to_bits(), b.response.to_bits(), "response {k}");
+        assert!((a.x - b.x).abs() <= 1e-3 && (a.y - b.y).abs() <= 1e-3, "x/y {k}");
+        assert!((a.scale - b.scale).abs() <= 1e-3 * a.scale, "scale {k}");
+        let d = (a.orientation - b.orientation).abs();
+        let d = d.min(std::f32::consts::TAU - d);
+        assert!(d <= 1e-3, "orientation {k}: {} vs {}", a.orientation, b.orientation);
+        let l2 = desc[k]
+            .iter()
+            .zip(&gpu.descriptors[k])
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum::<f32>()
+            .sqrt();
+        if l2 > 1e-4 {
+            far += 1;
+            // A 1-ulp orientation difference (libm's atan2f vs the device's) can move one of the
+            // 1296 samples across a pixel: such a descriptor differs by ~1e-2, no more.
+            assert!(oriented && l2 < 2e-2, "descriptor {k}: L2 {l2}");
+        }
+    }
+    // At most 1 in 200 oriented descriptors may see such a flip.
+    assert!(far * 200 <= kps.len().max(1), "{far} descriptors beyond 1e-4");
+}
+
+#[test]
+fn keypoints_and_descriptors_match_the_core() {
+    require_opencl();
+    let b = boat(1);
+    let (w, h) = (641, 479);
+    let pixels = crop(&b, w, h);
+    let img = GrayImage::new(&pixels, w, h).unwrap();
+    for (precision, upright) in [(Precision::F32, false), (Precision::Packed8, true)] {
+        let cfg = SurfConfig {
+            precision,
+            upright,
+            ..SurfConfig::default()
+        };
+        let cpu = cpu_detect(&img, &cfg, 4000);
+        assert!(cpu.0.len() > 300, "test image gives too few keypoints");
+        let mut p = pipeline(w, h, cfg, 4000, None);
+        let gpu = p.detect(&img).unwrap();
+        assert_same_keypoints(&cpu, &gpu, !upright);
+    }
+}
+
+#[test]
+fn deterministic_over_runs_and_work_group_sizes_also_when_capacity_is_exceeded() {
+    require_opencl();
+    let b = boat(1);
+    let (w, h) = (320, 240);
+    let pixels = crop(&b, w, h);
+    let img = GrayImage::new(&pixels, w, h).unwrap();
+    // A low threshold and a small capacity: many more candidates than kept keypoints.
+    let cfg = SurfConfig {
+        threshold: 0.00001,
+        ..SurfConfig::default()
+    };
+    let cpu = cpu_detect(&img, &cfg, 50);
+    assert!(cpu.2 > 100, "capacity not exceeded: {} dropped", cpu.2);
+    let mut reference: Option<surfcl_gpu::opencl::DetectOutput> = None;
+    for local in [Some(1), Some(16), None] {
+        let mut p = pipeline(w, h, cfg, 50, local);
+        for _ in 0..2 {
+            let out = p.detect(&img).unwrap();
+            assert_same_keypoints(&cpu, &out, true);
+            if let Some(r) = &reference {
+                assert_eq!(r.keypoints, out.keypoints);
+                assert_eq!(r.descriptors, out.descriptors);
+                assert_eq!(r.candidates, out.candidates);
+            } else {
+                reference = Some(out);
+            }
+        }
+    }
+}
+
+#[test]
+fn larger_image_than_the_pipeline_is_a_typed_error_and_smaller_ones_work() {
+    require_opencl();
+    let b = boat(1);
+    let mut p = pipeline(100, 80, SurfConfig::default(), 100, None);
+    let big = crop(&b, 101, 80);
+    let img = GrayImage::new(&big, 101, 80).unwrap();
+    assert!(matches!(
+        p.detect(&img),
+        Err(OpenClError::ImageTooLarge { width: 101, .. })
+    ));
+    assert!(p.device_bytes() > 100 * 80);
+    let small = crop(&b, 64, 48);
+    let img = GrayImage::new(&small, 64, 48).unwrap();
+    let out = p.detect(&img).unwrap();
+    let cpu = cpu_detect(&img, &SurfConfig::default(), 100);
+    assert_same_keypoints(&cpu, &out, true);
+}
+
+fn cpu_matches(
+    qk: &[Keypoint],
+    qd: &[Descriptor],
+    tk: &[Keypoint],
+    td: &[Descriptor],
+    config: &MatchConfig,
+    q7: bool,
+) -> Vec<Match> {
+    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
+    let mut out = vec![Match::default(); qd.len()];
+    let n = if q7 {
+        let a: Vec<_> = qd.iter().map(to_q7).collect();
+        let b: Vec<_> = td.iter().map(to_q7).collect();
+        match_q7(qk, &a, tk, &b, config, &mut best, &mut out).unwrap()
+    } else {
+        match_f32(qk, qd, tk, td, config, &mut best, &mut out).unwrap()
+    };
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn matches_are_identical_to_the_core() {
+    require_opencl();
+    // Real descriptors of two boat views (from the CPU, to test the matcher alone), plus
+    // duplicates to exercise the tie rules.
+    let (a, b) = (boat(1), boat(2));
+    let cfg = SurfConfig::default();
+    let ia = GrayImage::new(&a.0, a.1, a.2).unwrap();
+    let ib = GrayImage::new(&b.0, b.1, b.2).unwrap();
+    let (qk, qd, _) = cpu_detect(&ia, &cfg, 600);
+    let (mut tk, mut td, _) = cpu_detect(&ib, &cfg, 600);
+    tk.extend_from_slice(&qk[..20]);
+    td.extend_from_slice(&qd[..20]);
+    tk.push(qk[0]);
+    td.push(qd[0]);
+    let mut matcher = GpuMatcher::open(None).unwrap();
+    for cross_check in [false, true] {
+        for (ratio, sign_test, max_distance) in
+            [(0.8, true, None), (1.0, false, Some(0.3)), (0.65, true, None)]
+        {
+            let config = MatchConfig {
+                ratio,
+                sign_test,
+                cross_check,
+                max_distance,
+            };
+            for q7 in [false, true] {
+                let cpu = cpu_matches(&qk, &qd, &tk, &td, &config, q7);
+                let mut t = MatchTimings::default();
+                let gpu = if q7 {
+                    let a: Vec<_> = qd.iter().map(to_q7).collect();
+                    let b: Vec<_> = td.iter().map(to_q7).collect();
+                    matcher.match_q7(&qk, &a, &tk, &b, &config, &mut t).unwrap()
+                } else {
+                    matcher.match_f32(&qk, &qd, &tk, &td, &config, &mut t).unwrap()
+                };
+                assert!(!cpu.is_empty());
+                assert_eq!(gpu, cpu, "{config:?} q7 {q7}");
+            }
+        }
+    }
+}
