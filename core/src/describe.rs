@@ -128,6 +128,10 @@ fn angle(x: f32, y: f32) -> f32 {
     }
 }
 
+/// Entries of the per-keypoint 1-D Gaussian table of [`describe`] (enough for scales up to
+/// about 70; larger scales compute each weight directly).
+const GAUSS_TABLE: usize = 512;
+
 /// Number of orientation samples (`i^2 + j^2 < 36` in `[-6, 6]^2`).
 const ORIENTATION_SAMPLES: usize = 109;
 /// Number of orientation windows: `0.15 k < 2 pi` for `k = 0..42`.
@@ -140,10 +144,9 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     let c = math::roundf(kp.x) as i32;
     // Gaussian of sigma 2.5 over |i|, |j| in 0..=6.
     let mut g = [[0f32; 7]; 7];
-    let norm = 1.0 / (2.0 * PI * 2.5 * 2.5);
     for (i, row) in g.iter_mut().enumerate() {
         for (j, v) in row.iter_mut().enumerate() {
-            *v = math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) * norm;
+            *v = math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) / (2.0 * PI * 2.5 * 2.5);
         }
     }
     let mut res_x = [0f32; ORIENTATION_SAMPLES];
@@ -163,28 +166,37 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
         }
     }
     let two_pi = 2.0 * PI;
-    let mut best = 0f32;
-    let mut orientation = 0f32;
-    for k in 0..WINDOWS {
+    // Window k spans the open interval (ang1, ang2), ang1 = 0.15 k; windows that would pass
+    // 2 pi wrap around (OpenSURF's rules). Sums are accumulated sample by sample, in sample
+    // order, which adds each window's samples in the same order as a window-by-window loop.
+    let mut bounds = [(0f32, 0f32); WINDOWS];
+    for (k, b) in bounds.iter_mut().enumerate() {
         let ang1 = k as f32 * 0.15;
         let ang2 = if ang1 + PI / 3.0 > two_pi {
             ang1 - 5.0 * PI / 3.0
         } else {
             ang1 + PI / 3.0
         };
-        let (mut sum_x, mut sum_y) = (0f32, 0f32);
-        for idx in 0..n {
-            let a = ang[idx];
+        *b = (ang1, ang2);
+    }
+    let mut sums = [(0f32, 0f32); WINDOWS];
+    for idx in 0..n {
+        let a = ang[idx];
+        for (&(ang1, ang2), sum) in bounds.iter().zip(sums.iter_mut()) {
             let inside = if ang1 < ang2 {
                 ang1 < a && a < ang2
             } else {
                 (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
             };
             if inside {
-                sum_x += res_x[idx];
-                sum_y += res_y[idx];
+                sum.0 += res_x[idx];
+                sum.1 += res_y[idx];
             }
         }
+    }
+    let mut best = 0f32;
+    let mut orientation = 0f32;
+    for &(sum_x, sum_y) in &sums {
         let len = sum_x * sum_x + sum_y * sum_y;
         if len > best {
             best = len;
@@ -209,6 +221,29 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     let haar_size = 2 * math::roundf(scale) as i32;
     let sigma1 = 2.5 * scale;
     let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
+    // The sample weight exp(-(ddx^2 + ddy^2) / (2 sigma1^2)) has integer ddx, ddy, so it is the
+    // product of two 1-D factors looked up by |ddx| and |ddy| (equal to the 2-D exp within an
+    // ulp or two). |ddx| <= 5 scale (|cos| + |sin|) + 1: sample and sub-region centre are at most
+    // 5 sample spacings apart on each rotated axis, and rounding adds at most 1.
+    let reach = 5.0 * scale * (math::fabsf(co) + math::fabsf(si)) + 2.0;
+    let mut table = [0f32; GAUSS_TABLE];
+    let use_table = reach < GAUSS_TABLE as f32;
+    if use_table {
+        for (d, v) in table.iter_mut().enumerate().take(reach as usize + 1) {
+            let d = d as f32;
+            *v = math::expf(-(d * d) * inv_two_sigma1_sq);
+        }
+    }
+    let weight = |ddx: i32, ddy: i32| -> f32 {
+        let (ax, ay) = (ddx.unsigned_abs() as usize, ddy.unsigned_abs() as usize);
+        match (use_table, table.get(ax), table.get(ay)) {
+            (true, Some(wx), Some(wy)) => wx * wy,
+            _ => {
+                let (fx, fy) = (ddx as f32, ddy as f32);
+                math::expf(-(fx * fx + fy * fy) * inv_two_sigma1_sq)
+            }
+        }
+    };
     let mut len = 0f32;
     let mut count = 0;
     // Sub-region rows of OpenSURF's loop: i = -12, -7, -2, 3 (samples i..i+9), centre i + 5.
@@ -217,17 +252,16 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
         for (sub_j, j) in [-12i32, -7, -2, 3].into_iter().enumerate() {
             let cy = sub_j as f32 + 0.5;
             let (ix, jx) = ((i + 5) as f32, (j + 5) as f32);
-            let xs = math::roundf(x + (-jx * scale * si + ix * scale * co)) as i32;
-            let ys = math::roundf(y + (jx * scale * co + ix * scale * si)) as i32;
+            let xs = math::round_to_i32(x + (-jx * scale * si + ix * scale * co));
+            let ys = math::round_to_i32(y + (jx * scale * co + ix * scale * si));
             let (mut dx, mut dy, mut mdx, mut mdy) = (0f32, 0f32, 0f32, 0f32);
             for k in i..i + 9 {
                 let kf = k as f32;
                 for l in j..j + 9 {
                     let lf = l as f32;
-                    let sample_x = math::roundf(x + (-lf * scale * si + kf * scale * co)) as i32;
-                    let sample_y = math::roundf(y + (lf * scale * co + kf * scale * si)) as i32;
-                    let (ddx, ddy) = ((xs - sample_x) as f32, (ys - sample_y) as f32);
-                    let gauss = math::expf(-(ddx * ddx + ddy * ddy) * inv_two_sigma1_sq);
+                    let sample_x = math::round_to_i32(x + (-lf * scale * si + kf * scale * co));
+                    let sample_y = math::round_to_i32(y + (lf * scale * co + kf * scale * si));
+                    let gauss = weight(xs - sample_x, ys - sample_y);
                     let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
                     let rrx = gauss * (-rx * si + ry * co);
                     let rry = gauss * (rx * co + ry * si);
@@ -343,6 +377,168 @@ mod tests {
             }
         }
         Owned::new(out, n, n)
+    }
+
+    /// OpenSURF's getOrientation, transcribed window by window (the reference for the
+    /// sample-major loop of `assign_orientation`).
+    fn reference_orientation(ii: &IntegralImage, kp: &Keypoint) -> f32 {
+        let s = kp.scale.round() as i32;
+        let (r, c) = (kp.y.round() as i32, kp.x.round() as i32);
+        let (mut rx, mut ry, mut ang) = (Vec::new(), Vec::new(), Vec::new());
+        for i in -6i32..=6 {
+            for j in -6i32..=6 {
+                if i * i + j * j < 36 {
+                    let g = math::expf(-((i * i + j * j) as f32) / 12.5) / (2.0 * PI * 6.25);
+                    let x = g * haar_x(ii, r + j * s, c + i * s, 4 * s) as f32;
+                    let y = g * haar_y(ii, r + j * s, c + i * s, 4 * s) as f32;
+                    rx.push(x);
+                    ry.push(y);
+                    ang.push(angle(x, y));
+                }
+            }
+        }
+        let (mut best, mut orientation) = (0f32, 0f32);
+        for k in 0..42 {
+            let ang1 = k as f32 * 0.15;
+            let ang2 = if ang1 + PI / 3.0 > 2.0 * PI {
+                ang1 - 5.0 * PI / 3.0
+            } else {
+                ang1 + PI / 3.0
+            };
+            let (mut sx, mut sy) = (0f32, 0f32);
+            for idx in 0..ang.len() {
+                let a = ang[idx];
+                if (ang1 < ang2 && ang1 < a && a < ang2)
+                    || (ang2 < ang1 && ((a > 0.0 && a < ang2) || (a > ang1 && a < 2.0 * PI)))
+                {
+                    sx += rx[idx];
+                    sy += ry[idx];
+                }
+            }
+            if sx * sx + sy * sy > best {
+                best = sx * sx + sy * sy;
+                orientation = angle(sx, sy);
+            }
+        }
+        orientation
+    }
+
+    /// OpenSURF's getDescriptor, transcribed with a 2-D exp per sample and clipped box sums.
+    fn reference_descriptor(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+        let scale = kp.scale;
+        let (x, y) = (kp.x.round(), kp.y.round());
+        let (co, si) = if upright {
+            (1.0f32, 0.0f32)
+        } else {
+            (kp.orientation.cos(), kp.orientation.sin())
+        };
+        let gaussian = |x: f32, y: f32, sig: f32| {
+            math::expf(-(x * x + y * y) / (2.0 * sig * sig)) / (2.0 * PI * sig * sig)
+        };
+        let mut desc = [0f32; DESCRIPTOR_LEN];
+        let (mut count, mut len) = (0, 0f32);
+        let (mut i, mut cx) = (-8i32, -0.5f32);
+        while i < 12 {
+            let mut j = -8i32;
+            i -= 4;
+            cx += 1.0;
+            let mut cy = -0.5f32;
+            while j < 12 {
+                let (mut dx, mut dy, mut mdx, mut mdy) = (0f32, 0f32, 0f32, 0f32);
+                cy += 1.0;
+                j -= 4;
+                let (ix, jx) = ((i + 5) as f32, (j + 5) as f32);
+                let xs = (x + (-jx * scale * si + ix * scale * co)).round() as i32;
+                let ys = (y + (jx * scale * co + ix * scale * si)).round() as i32;
+                for k in i..i + 9 {
+                    for l in j..j + 9 {
+                        let (kf, lf) = (k as f32, l as f32);
+                        let sx = (x + (-lf * scale * si + kf * scale * co)).round() as i32;
+                        let sy = (y + (lf * scale * co + kf * scale * si)).round() as i32;
+                        let g = gaussian((xs - sx) as f32, (ys - sy) as f32, 2.5 * scale);
+                        let s = 2 * scale.round() as i32;
+                        let rx = haar_x(ii, sy, sx, s) as f32;
+                        let ry = haar_y(ii, sy, sx, s) as f32;
+                        let rrx = g * (-rx * si + ry * co);
+                        let rry = g * (rx * co + ry * si);
+                        dx += rrx;
+                        dy += rry;
+                        mdx += rrx.abs();
+                        mdy += rry.abs();
+                    }
+                }
+                let g2 = gaussian(cx - 2.0, cy - 2.0, 1.5);
+                desc[count..count + 4].copy_from_slice(&[dx * g2, dy * g2, mdx * g2, mdy * g2]);
+                count += 4;
+                len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * g2 * g2;
+                j += 9;
+            }
+            i += 9;
+        }
+        let len = len.sqrt();
+        desc.map(|v| v / len)
+    }
+
+    #[test]
+    fn fast_paths_equal_the_opensurf_transcription() {
+        let img = boat(1);
+        let ii = img.ii();
+        let (kps, _) = detect_vec(&img, &SurfConfig::default());
+        let mut worst = 0f32;
+        let mut rng = StdRng::seed_from_u64(4);
+        // Detected keypoints, plus random ones near the borders (clipped boxes) and large scales.
+        let mut points: Vec<Keypoint> = kps.iter().step_by(5).copied().collect();
+        for _ in 0..100 {
+            points.push(Keypoint {
+                x: rng.gen_range(-5.0..860.0),
+                y: rng.gen_range(-5.0..690.0),
+                scale: rng.gen_range(1.2..60.0),
+                ..Keypoint::default()
+            });
+        }
+        for kp in &points {
+            let mut a = *kp;
+            assign_orientation(&ii, &mut a);
+            assert_eq!(
+                a.orientation.to_bits(),
+                reference_orientation(&ii, kp).to_bits()
+            );
+            for upright in [false, true] {
+                let d = distance(
+                    &describe(&ii, &a, upright),
+                    &reference_descriptor(&ii, &a, upright),
+                );
+                worst = worst.max(d);
+            }
+        }
+        std::println!(
+            "{} points: worst L2 distance to the transcription {worst:e}",
+            points.len()
+        );
+        assert!(worst < 1e-5, "{worst}");
+    }
+
+    #[test]
+    fn round_to_i32_is_roundf() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let halves = (-20..20).map(|k| k as f32 + 0.5);
+        let near = (-20..20).flat_map(|k| {
+            let h = k as f32 + 0.5;
+            [
+                f32::from_bits(h.to_bits() - 1),
+                f32::from_bits(h.to_bits() + 1),
+            ]
+        });
+        let random = (0..10_000).map(|_| rng.gen_range(-3000.0..3000.0f32));
+        for v in halves
+            .chain(near)
+            .chain(random)
+            .chain([0.49999997, -0.49999997, 8388609.0])
+        {
+            assert_eq!(math::round_to_i32(v), math::roundf(v) as i32, "{v}");
+        }
+        assert_eq!(math::round_to_i32(f32::NAN), 0);
+        assert_eq!(math::round_to_i32(1e20), i32::MAX);
     }
 
     #[test]

@@ -60,3 +60,20 @@ pub(crate) fn fabs(x: f64) -> f64 {
 pub(crate) fn exp2(x: f64) -> f64 {
     libm::exp2(x)
 }
+/// Rounds half away from zero (as [`roundf`]) straight to `i32`, without a libm call: the
+/// descriptor rounds two sample coordinates per sample. Saturates outside the `i32` range; NaN
+/// gives 0.
+#[inline]
+pub(crate) fn round_to_i32(x: f32) -> i32 {
+    // `as` truncates toward zero; `x - trunc(x)` is exact in f32, so comparing the fraction with
+    // one half decides exactly like `roundf`. Beyond 2^23 every f32 is an integer (fraction 0).
+    let t = x as i32;
+    let frac = x - t as f32;
+    if frac >= 0.5 {
+        t.saturating_add(1)
+    } else if frac <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
+}
