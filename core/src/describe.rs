@@ -85,28 +85,29 @@ pub fn haar_y(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
     i64::from(ii.box_sum(row, col - h, h, s)) - i64::from(ii.box_sum(row - h, col - h, h, s))
 }
 
-/// Both Haar wavelets at once; uses unclipped table reads when the `s x s` footprint is inside.
-#[inline]
+/// Both Haar wavelets at once, as `f32`. For an even size whose `s x s` footprint is inside the
+/// image, the two wavelets share their 9 table corners and need no clipping.
+#[inline(always)]
 fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
     let h = s / 2;
     let (w, ht) = (ii.width() as i32, ii.height() as i32);
     let (r0, c0) = (row - h, col - h);
-    if r0 >= 0 && c0 >= 0 && r0 + s <= ht && c0 + s <= w && s >= 2 {
-        // Fast path: rows r0 .. r0 + s and columns c0 .. c0 + s of the table, all in range.
-        // The right/lower halves start at row/col and end at r0 + s (= row + h when s is even,
-        // row + h + 1 when odd; the formulas' box sizes are h, so use row + h).
+    if s >= 2 && s % 2 == 0 && r0 >= 0 && c0 >= 0 && row + h <= ht && col + h <= w {
+        // Rows r0, row, row + h and columns c0, col, col + h of the table, all in range.
         let t = ii.table();
         let stride = w as usize + 1;
         let at = |r: i32, c: i32| i64::from(t[r as usize * stride + c as usize]);
         let (r1, c1) = (row + h, col + h);
-        let (rs, cs) = (r0 + s, c0 + s);
-        // haar_x: box(r0, col, s, h) - box(r0, c0, s, h)
-        let right = at(rs, c1) - at(r0, c1) - at(rs, col) + at(r0, col);
-        let left = at(rs, col) - at(r0, col) - at(rs, c0) + at(r0, c0);
-        // haar_y: box(row, c0, h, s) - box(r0, c0, h, s)
-        let lower = at(r1, cs) - at(row, cs) - at(r1, c0) + at(row, c0);
-        let upper = at(row, cs) - at(r0, cs) - at(row, c0) + at(r0, c0);
-        ((right - left) as f32, (lower - upper) as f32)
+        let (a, b, c) = (at(r0, c0), at(r0, col), at(r0, c1));
+        let (d, f) = (at(row, c0), at(row, c1));
+        let (g, hh, i) = (at(r1, c0), at(r1, col), at(r1, c1));
+        // haar_x = box(r0, col, s, h) - box(r0, c0, s, h)
+        //        = (i - c - hh + b) - (hh - b - g + a)
+        // haar_y = box(row, c0, h, s) - box(r0, c0, h, s)
+        //        = (i - f - g + d) - (f - c - d + a)
+        let hx = (i - c - hh + b) - (hh - b - g + a);
+        let hy = (i - f - g + d) - (f - c - d + a);
+        (hx as f32, hy as f32)
     } else {
         (
             haar_x(ii, row, col, s) as f32,
@@ -131,6 +132,19 @@ fn angle(x: f32, y: f32) -> f32 {
 /// Entries of the per-keypoint 1-D Gaussian table of [`describe`] (enough for scales up to
 /// about 70; larger scales compute each weight directly).
 const GAUSS_TABLE: usize = 512;
+
+/// Side of the descriptor's sample grid (k, l in [-12, 12)).
+const SAMPLES_SIDE: usize = 24;
+
+/// One descriptor sample: position and Haar responses rotated into the keypoint frame
+/// (`u` along the keypoint's y axis, `v` along its x axis, as OpenSURF's `rrx`, `rry`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    x: i32,
+    y: i32,
+    u: f32,
+    v: f32,
+}
 
 /// Number of orientation samples (`i^2 + j^2 < 36` in `[-6, 6]^2`).
 const ORIENTATION_SAMPLES: usize = 109;
@@ -179,18 +193,26 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
         };
         *b = (ang1, ang2);
     }
+    // Windows 0..plain do not wrap (ang1 < ang2; ang1 grows with k, so they are a prefix); a
+    // sample can only be inside the plain windows whose ang1 lies within about pi/3 below its
+    // angle, so only those (with one window of margin each side) and the wrapping ones are
+    // tested, with the exact rule.
+    let plain = bounds.iter().take_while(|b| b.0 < b.1).count();
     let mut sums = [(0f32, 0f32); WINDOWS];
     for idx in 0..n {
         let a = ang[idx];
-        for (&(ang1, ang2), sum) in bounds.iter().zip(sums.iter_mut()) {
+        let lo = (((a - PI / 3.0) / 0.15) as i32 - 1).max(0) as usize;
+        let hi = ((a / 0.15) as usize + 2).min(plain);
+        for k in (lo..hi).chain(plain..WINDOWS) {
+            let (ang1, ang2) = bounds[k];
             let inside = if ang1 < ang2 {
                 ang1 < a && a < ang2
             } else {
                 (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
             };
             if inside {
-                sum.0 += res_x[idx];
-                sum.1 += res_y[idx];
+                sums[k].0 += res_x[idx];
+                sums[k].1 += res_y[idx];
             }
         }
     }
@@ -244,6 +266,26 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
             }
         }
     };
+    // The 4x4 sub-regions of 9x9 samples overlap: the samples are the 24x24 points (k, l) in
+    // [-12, 12)^2. Their positions and rotated Haar responses are computed once here; only the
+    // Gaussian weight depends on the sub-region. (The products below are the same expressions
+    // as computing everything inside the sub-region loop, so the results are identical.)
+    let mut samples = [[Sample::default(); SAMPLES_SIDE]; SAMPLES_SIDE];
+    for (k, row) in (-12i32..12).zip(samples.iter_mut()) {
+        let kf = k as f32;
+        for (l, sample) in (-12i32..12).zip(row.iter_mut()) {
+            let lf = l as f32;
+            let sample_x = math::round_to_i32(x + (-lf * scale * si + kf * scale * co));
+            let sample_y = math::round_to_i32(y + (lf * scale * co + kf * scale * si));
+            let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
+            *sample = Sample {
+                x: sample_x,
+                y: sample_y,
+                u: -rx * si + ry * co,
+                v: rx * co + ry * si,
+            };
+        }
+    }
     let mut len = 0f32;
     let mut count = 0;
     // Sub-region rows of OpenSURF's loop: i = -12, -7, -2, 3 (samples i..i+9), centre i + 5.
@@ -255,16 +297,12 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
             let xs = math::round_to_i32(x + (-jx * scale * si + ix * scale * co));
             let ys = math::round_to_i32(y + (jx * scale * co + ix * scale * si));
             let (mut dx, mut dy, mut mdx, mut mdy) = (0f32, 0f32, 0f32, 0f32);
-            for k in i..i + 9 {
-                let kf = k as f32;
-                for l in j..j + 9 {
-                    let lf = l as f32;
-                    let sample_x = math::round_to_i32(x + (-lf * scale * si + kf * scale * co));
-                    let sample_y = math::round_to_i32(y + (lf * scale * co + kf * scale * si));
-                    let gauss = weight(xs - sample_x, ys - sample_y);
-                    let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
-                    let rrx = gauss * (-rx * si + ry * co);
-                    let rry = gauss * (rx * co + ry * si);
+            let (k0, l0) = ((i + 12) as usize, (j + 12) as usize);
+            for row in &samples[k0..k0 + 9] {
+                for sample in &row[l0..l0 + 9] {
+                    let gauss = weight(xs - sample.x, ys - sample.y);
+                    let rrx = gauss * sample.u;
+                    let rry = gauss * sample.v;
                     dx += rrx;
                     dy += rry;
                     mdx += math::fabsf(rrx);
