@@ -32,7 +32,11 @@ pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
     if p.threshold > 0.0 {
         match p.detector {
             Detector::Surf => surf.threshold = p.threshold as f32,
-            Detector::Harris => harris.threshold = p.threshold as f32,
+            // Harris responses have no fixed scale across images, so the node's threshold is
+            // the relative one: a fraction of the frame's strongest response.
+            Detector::Harris => {
+                harris.threshold = surfcl_core::harris::HarrisThreshold::Relative(p.threshold as f32)
+            }
         }
     }
     let params = DetectParams {

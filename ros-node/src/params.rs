@@ -53,8 +53,9 @@ pub const MAX_KEYPOINTS_LIMIT: i64 = 1_000_000;
 pub struct NodeParams {
     /// `detector`: `surf` | `harris`.
     pub detector: Detector,
-    /// `threshold`: detector threshold; `0.0` means the detector's default (SURF: 0.0004 in
-    /// OpenSURF units).
+    /// `threshold`: detector threshold; `0.0` means the detector's default. SURF: Hessian
+    /// response in OpenSURF units (default 0.0004); Harris: fraction in (0, 1] of the frame's
+    /// strongest response (default 0.01).
     pub threshold: f64,
     /// `octaves`: SURF octaves, 1..=6.
     pub octaves: i64,
