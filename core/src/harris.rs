@@ -114,7 +114,7 @@ impl HarrisConfig {
         if !(self.k >= 0.0 && self.k < 0.25) {
             return Err(HarrisError::InvalidK);
         }
-        if self.window < 3 || self.window > MAX_WINDOW || self.window % 2 == 0 {
+        if self.window < 3 || self.window > MAX_WINDOW || self.window.is_multiple_of(2) {
             return Err(HarrisError::InvalidWindow {
                 window: self.window,
             });
@@ -393,10 +393,10 @@ impl Rings<'_, '_> {
 
 /// Checks everything and runs the response stage, handing `(index, R)` to `emit` in raster order.
 /// Returns the scratch tail after the ring rows (the response-map area).
-fn run<'s>(
+fn run(
     image: &GrayImage<'_>,
     config: &HarrisConfig,
-    scratch: &'s mut [i32],
+    scratch: &mut [i32],
     mut emit: impl FnMut(usize, f32, &mut [i32]),
 ) -> Result<(), HarrisError> {
     config.validate()?;
@@ -584,7 +584,8 @@ fn is_local_max(
             let other = at(nx, ny);
             let earlier = (ny, nx) < (y, x);
             let later = (ny, nx) > (y, x);
-            if (earlier && !(value > other)) || (later && !(value >= other)) {
+            // R is never NaN (module docs, stage 5), so these are the negations of `>` / `>=`.
+            if (earlier && value <= other) || (later && value < other) {
                 return false;
             }
         }
@@ -704,7 +705,7 @@ mod tests {
                 let (x, y) = (i % w, i / w);
                 if x < margin || y < margin || x >= w - margin || y >= h - margin {
                     128
-                } else if ((x - margin) / cell + (y - margin) / cell) % 2 == 0 {
+                } else if ((x - margin) / cell + (y - margin) / cell).is_multiple_of(2) {
                     230
                 } else {
                     20

@@ -110,10 +110,10 @@ impl MatchConfig {
         if !(self.ratio > 0.0 && self.ratio <= 1.0) {
             return Err(MatchError::InvalidRatio);
         }
-        if let Some(d) = self.max_distance {
-            if !(d.is_finite() && d >= 0.0) {
-                return Err(MatchError::InvalidMaxDistance);
-            }
+        if let Some(d) = self.max_distance
+            && !(d.is_finite() && d >= 0.0)
+        {
+            return Err(MatchError::InvalidMaxDistance);
         }
         Ok(())
     }
@@ -461,7 +461,11 @@ fn match_range_impl<M: Metric>(
             continue;
         }
         let distance = M::distance(k1);
-        if config.max_distance.is_some_and(|max| !(distance <= max)) {
+        // NaN distances (NaN descriptors) never pass a maximum.
+        if config
+            .max_distance
+            .is_some_and(|max| distance.is_nan() || distance > max)
+        {
             continue;
         }
         out[count] = Match {
@@ -514,13 +518,13 @@ fn two_nearest<M: Metric, const CROSS: bool>(
                 }
                 if CROSS {
                     // Queries arrive in increasing order: strict `<` keeps the lower index.
-                    if let Some(slot) = best.get_mut(t) {
-                        if k < slot.key {
-                            *slot = TrainBest {
-                                key: k,
-                                query: q as u32,
-                            };
-                        }
+                    if let Some(slot) = best.get_mut(t)
+                        && k < slot.key
+                    {
+                        *slot = TrainBest {
+                            key: k,
+                            query: q as u32,
+                        };
                     }
                 }
             }
@@ -686,17 +690,16 @@ mod tests {
             let Some(&(s1, t1)) = cands.first() else {
                 continue;
             };
-            if config.ratio < 1.0 {
-                if let Some(&(s2, _)) = cands.get(1) {
-                    if !(s1.sqrt() < f64::from(config.ratio) * s2.sqrt()) {
-                        continue;
-                    }
-                }
+            if config.ratio < 1.0
+                && let Some(&(s2, _)) = cands.get(1)
+                && s1.sqrt() >= f64::from(config.ratio) * s2.sqrt()
+            {
+                continue;
             }
-            if let Some(max) = config.max_distance {
-                if s1.sqrt() > f64::from(max) {
-                    continue;
-                }
+            if let Some(max) = config.max_distance
+                && s1.sqrt() > f64::from(max)
+            {
+                continue;
             }
             if config.cross_check {
                 let back = (0..qd.len())
