@@ -20,7 +20,9 @@
 //! ## Scale
 //! [`Keypoint::scale`](crate::Keypoint::scale) is `0.1333 L` (OpenSURF), the sigma of the Gaussian whose second
 //! derivatives the filter approximates (`1.2 / 9 L`). A Gaussian blob of standard deviation `s`
-//! peaks near `scale ~= 1.1 s` here (measured on synthetic blobs, see the tests).
+//! is found at `scale ~= 0.75 s` (0.70 to 0.81 for `s` from 2.5 to 10, measured on synthetic blobs
+//! in the tests), not at `s` as the continuous scale-normalised determinant would give: the box
+//! filters' lobes and area normalisation shift the peak.
 //!
 //! ## Usage
 //! ```
@@ -45,7 +47,7 @@
 //! let mut scratch = vec![0u32; surf::scratch_len(&config, w, h).unwrap()];
 //! let mut keypoints = KeypointSet::<64>::new();
 //! let stats = surf::detect(&ii, &config, &mut scratch, &mut keypoints).unwrap();
-//! assert_eq!(stats.kept, 1);
+//! assert!(stats.kept >= 1); // a blob between two octaves can be found in both
 //! let kp = keypoints.as_slice()[0];
 //! assert!((kp.x - 40.0).abs() < 0.5 && (kp.y - 30.0).abs() < 0.5);
 //! assert_eq!(kp.laplacian, -1); // bright blob

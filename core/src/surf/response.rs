@@ -70,7 +70,7 @@ impl Filter {
     }
 
     /// The exact integer terms `(Dxx, Dyy, Dxy)` at pixel `(row, col)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn terms(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i64, i64) {
         let mut s = [0i64; 8];
         let (w, h) = (ii.width() as i64, ii.height() as i64);
@@ -101,7 +101,7 @@ impl Filter {
     }
 
     /// The bit-exact response and the Laplacian sign at pixel `(row, col)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn response(&self, ii: &IntegralImage, row: i32, col: i32) -> (f32, i8) {
         let (dxx, dyy, dxy) = self.terms(ii, row, col);
         // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
@@ -141,7 +141,10 @@ fn for_each_sample(
         let row = sy as i32 * step;
         for sx in 0..gw {
             let col = sx as i32 * step;
-            let r = [0, 1, 2, 3].map(|i| filters[i].response(ii, row, col));
+            let mut r = [(0f32, 0i8); 4];
+            for (out, filter) in r.iter_mut().zip(filters.iter()) {
+                *out = filter.response(ii, row, col);
+            }
             f(sy * gw + sx, r);
         }
     }
