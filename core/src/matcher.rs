@@ -16,7 +16,7 @@
 //!   a halving tree: `acc[j] = acc[j] + acc[j + 8]` for `j < 8`, then `+ acc[j + 4]` for `j < 4`,
 //!   then `+ acc[j + 2]` for `j < 2`, and `s = acc[0] + acc[1]`. The 16 lanes are what lets the
 //!   loop vectorise; fixing them makes the result reproducible bit for bit on a GPU.
-//! - Q7: the exact integer `key = sum (a[i] - b[i])^2` (at most `64 * 254^2`, accumulated in `i32`).
+//! - Q7: the exact integer `key = sum (a[i] - b[i])^2` (at most `64 * 255^2`, accumulated in `i32`).
 //!
 //! **2-NN.** Per query, the best key `k1` (train index `t1`) and the second best `k2` over all
 //! candidates, scanning trains in index order: a train replaces the best only when its key is
@@ -304,29 +304,32 @@ fn dist_sq_f32(a: &Descriptor, b: &Descriptor) -> f32 {
     (q[0] + q[2]) + (q[1] + q[3])
 }
 
-/// Exact squared distance of two Q7 descriptors.
+/// Exact squared distance of a Q7 query (widened to `i16` once per query) and a Q7 descriptor.
 ///
-/// Out of line for the same reason as [`lane_sums_f32`]: alone it compiles to `pmaddwd`
-/// (8 per pair on SSE2), inlined it did not.
+/// Out of line for the same reason as [`lane_sums_f32`]. With the query already in `i16`, each
+/// 16 train bytes become 2 unpacks, 2 shifts, 2 subtractions and 2 `pmaddwd` on SSE2 (about 55
+/// instructions per pair; widening both sides per pair took 130).
 #[inline(never)]
-fn dist_sq_q7(a: &DescriptorQ7, b: &DescriptorQ7) -> u32 {
-    // i16 differences and i32 products: the pattern x86 turns into `pmaddwd`.
-    // Plain array indexing: the `chunks_exact` form of this loop lost the `pmaddwd`.
+fn dist_sq_q7(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
     let mut acc = [0i32; 16];
     for k in 0..4 {
         for j in 0..16 {
-            let d = i32::from(i16::from(a[16 * k + j]) - i16::from(b[16 * k + j]));
+            // |a - b| <= 255: no i16 overflow.
+            let d = i32::from(a[16 * k + j] - i16::from(b[16 * k + j]));
             acc[j] += d * d;
         }
     }
-    // At most 64 * 254^2 = 4_129_024: no overflow, and non-negative.
+    // At most 64 * 255^2 = 4_161_600: no overflow, and non-negative.
     acc.iter().sum::<i32>().unsigned_abs()
 }
 
 /// The two descriptor formats behind one matching loop.
 trait Metric {
     type D;
-    fn key(a: &Self::D, b: &Self::D) -> u32;
+    /// The query in the form the distance kernel wants (computed once per query).
+    type Query;
+    fn prepare(a: &Self::D) -> Self::Query;
+    fn key(a: &Self::Query, b: &Self::D) -> u32;
     fn distance(key: u32) -> f32;
     fn ratio_pass(k1: u32, k2: u32, ratio: f32) -> bool;
 }
@@ -334,6 +337,10 @@ trait Metric {
 struct F32Metric;
 impl Metric for F32Metric {
     type D = Descriptor;
+    type Query = Descriptor;
+    fn prepare(a: &Descriptor) -> Descriptor {
+        *a
+    }
     #[inline(always)]
     fn key(a: &Descriptor, b: &Descriptor) -> u32 {
         dist_sq_f32(a, b).to_bits()
@@ -349,8 +356,12 @@ impl Metric for F32Metric {
 struct Q7Metric;
 impl Metric for Q7Metric {
     type D = DescriptorQ7;
+    type Query = [i16; 64];
+    fn prepare(a: &DescriptorQ7) -> [i16; 64] {
+        a.map(i16::from)
+    }
     #[inline(always)]
-    fn key(a: &DescriptorQ7, b: &DescriptorQ7) -> u32 {
+    fn key(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
         dist_sq_q7(a, b)
     }
     fn distance(key: u32) -> f32 {
@@ -491,7 +502,7 @@ fn two_nearest<M: Metric, const CROSS: bool>(
     lap: i8,
     best: &mut [TrainBest],
 ) -> (u32, u32, usize) {
-    let a = &sides.query_desc[q];
+    let a = &M::prepare(&sides.query_desc[q]);
     let (mut k1, mut k2, mut t1) = (u32::MAX, u32::MAX, usize::MAX);
     let n = sides.train_desc.len();
     let mut start = 0;
