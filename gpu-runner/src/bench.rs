@@ -213,9 +213,13 @@ fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu:
             g["keypoints"],
             g["device_bytes"].as_f64().unwrap_or(0.0) / (1024.0 * 1024.0)
         );
-        if let Some(stages) = g["stages_ms"].as_object() {
-            for (name, ms) in stages {
-                println!("    {name:<16} {:>9.3} ms", ms.as_f64().unwrap_or(f64::NAN));
+        if let Some(stages) = g["stages_ms"].as_array() {
+            for s in stages {
+                let name = s["stage"].as_str().unwrap_or("-");
+                println!(
+                    "    {name:<16} {:>9.3} ms",
+                    s["ms"].as_f64().unwrap_or(f64::NAN)
+                );
             }
         }
         println!(
@@ -223,7 +227,10 @@ fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu:
             "device total",
             g["device_total_ms"].as_f64().unwrap_or(f64::NAN)
         );
-        println!("    {:<16} {gpu:>9.3} ms (host wall: upload + kernels + readback)", "end to end");
+        println!(
+            "    {:<16} {gpu:>9.3} ms (host wall: upload + kernels + readback)",
+            "end to end"
+        );
     }
     println!("  CPU backend:          {cpu:>9.3} ms");
     if gpu.is_finite() {
@@ -270,10 +277,12 @@ fn bench_gpu(
         totals.push(out.timings.iter().map(|t| t.ms).sum());
         walls.push(out.wall_ms);
     }
-    let mut stages = serde_json::Map::new();
-    for (name, values) in stage_names.iter().zip(per_stage.iter_mut()) {
-        stages.insert(name.clone(), json!(median(values)));
-    }
+    // An array, not a map: the stages stay in execution order.
+    let stages: Vec<Value> = stage_names
+        .iter()
+        .zip(per_stage.iter_mut())
+        .map(|(name, values)| json!({"stage": name, "ms": median(values)}))
+        .collect();
     let name = pipeline.device_name();
     Ok((
         name.clone(),

@@ -112,8 +112,7 @@ fn integral_and_responses_are_identical_to_the_core() {
             assert_eq!(p.read_integral().unwrap(), ii.table(), "integral {w}x{h}");
             let table = PackedCodeTable::new(cfg.threshold);
             for o in 0..u32::from(cfg.octaves) {
-                let (gw, gh) =
-                    surf::grid_size(w, h, surf::sample_step(&cfg, o));
+                let (gw, gh) = surf::grid_size(w, h, surf::sample_step(&cfg, o));
                 if precision == Precision::Packed8 {
                     let mut cpu = vec![0u32; gw * gh];
                     surf::compute_octave_packed(&ii, &cfg, o, &table, &mut cpu).unwrap();
@@ -158,11 +157,19 @@ fn assert_same_keypoints(
             "keypoint {k}"
         );
         assert_eq!(a.response.to_bits(), b.response.to_bits(), "response {k}");
-        assert!((a.x - b.x).abs() <= 1e-3 && (a.y - b.y).abs() <= 1e-3, "x/y {k}");
+        assert!(
+            (a.x - b.x).abs() <= 1e-3 && (a.y - b.y).abs() <= 1e-3,
+            "x/y {k}"
+        );
         assert!((a.scale - b.scale).abs() <= 1e-3 * a.scale, "scale {k}");
         let d = (a.orientation - b.orientation).abs();
         let d = d.min(std::f32::consts::TAU - d);
-        assert!(d <= 1e-3, "orientation {k}: {} vs {}", a.orientation, b.orientation);
+        assert!(
+            d <= 1e-3,
+            "orientation {k}: {} vs {}",
+            a.orientation,
+            b.orientation
+        );
         let l2 = desc[k]
             .iter()
             .zip(&gpu.descriptors[k])
@@ -177,7 +184,10 @@ fn assert_same_keypoints(
         }
     }
     // At most 1 in 200 oriented descriptors may see such a flip.
-    assert!(far * 200 <= kps.len().max(1), "{far} descriptors beyond 1e-4");
+    assert!(
+        far * 200 <= kps.len().max(1),
+        "{far} descriptors beyond 1e-4"
+    );
 }
 
 #[test]
@@ -289,9 +299,11 @@ fn matches_are_identical_to_the_core() {
     td.push(qd[0]);
     let mut matcher = GpuMatcher::open(None).unwrap();
     for cross_check in [false, true] {
-        for (ratio, sign_test, max_distance) in
-            [(0.8, true, None), (1.0, false, Some(0.3)), (0.65, true, None)]
-        {
+        for (ratio, sign_test, max_distance) in [
+            (0.8, true, None),
+            (1.0, false, Some(0.3)),
+            (0.65, true, None),
+        ] {
             let config = MatchConfig {
                 ratio,
                 sign_test,
@@ -306,7 +318,9 @@ fn matches_are_identical_to_the_core() {
                     let b: Vec<_> = td.iter().map(to_q7).collect();
                     matcher.match_q7(&qk, &a, &tk, &b, &config, &mut t).unwrap()
                 } else {
-                    matcher.match_f32(&qk, &qd, &tk, &td, &config, &mut t).unwrap()
+                    matcher
+                        .match_f32(&qk, &qd, &tk, &td, &config, &mut t)
+                        .unwrap()
                 };
                 assert!(!cpu.is_empty());
                 assert_eq!(gpu, cpu, "{config:?} q7 {q7}");

@@ -3,9 +3,9 @@
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
+use super::OpenClError;
 use super::matcher::{GpuMatcher, MatchTimings};
 use super::pipeline::{Gpu, Pipeline, PipelineConfig};
-use super::OpenClError;
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use crate::error::Error;
 

@@ -14,9 +14,9 @@ use ocl::{Buffer, Event, Kernel, OclPrm, Program};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
+use super::OpenClError;
 use super::enqueue::launch;
 use super::pipeline::{Gpu, event_ms};
-use super::OpenClError;
 use crate::backend::StageTiming;
 
 const MATCH_CL: &str = include_str!("../../kernels/match.cl");
@@ -121,9 +121,9 @@ impl GpuMatcher {
 
     fn ensure_out(&mut self, words: usize) -> Result<(), OpenClError> {
         if self.out.as_ref().is_none_or(|(_, cap)| *cap < words) {
-            let buf = self
-                .gpu
-                .buffer::<u32>("match results", words, MemFlags::new().read_write())?;
+            let buf =
+                self.gpu
+                    .buffer::<u32>("match results", words, MemFlags::new().read_write())?;
             self.out = Some((buf, words));
         }
         Ok(())
@@ -229,7 +229,12 @@ impl GpuMatcher {
         reverse: bool,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        check_lengths(query.len(), query_signs.len(), train.len(), train_signs.len())?;
+        check_lengths(
+            query.len(),
+            query_signs.len(),
+            train.len(),
+            train_signs.len(),
+        )?;
         let need = (query.len().max(1), train.len().max(1));
         if self
             .f32_sides
@@ -267,7 +272,12 @@ impl GpuMatcher {
         reverse: bool,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        check_lengths(query.len(), query_signs.len(), train.len(), train_signs.len())?;
+        check_lengths(
+            query.len(),
+            query_signs.len(),
+            train.len(),
+            train_signs.len(),
+        )?;
         let need = (query.len().max(1), train.len().max(1));
         if self
             .q7_sides
@@ -307,8 +317,14 @@ impl GpuMatcher {
     ) -> Result<Vec<Match>, OpenClError> {
         let t0 = Instant::now();
         let (qs, ts) = signs(query_kps, train_kps, config)?;
-        let (fwd, rev) =
-            self.nearest_f32(query, &qs, train, &ts, config.cross_check, &mut timings.stages)?;
+        let (fwd, rev) = self.nearest_f32(
+            query,
+            &qs,
+            train,
+            &ts,
+            config.cross_check,
+            &mut timings.stages,
+        )?;
         let out = decide(&fwd, rev.as_ref(), config, Metric::F32);
         timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok(out)
@@ -326,8 +342,14 @@ impl GpuMatcher {
     ) -> Result<Vec<Match>, OpenClError> {
         let t0 = Instant::now();
         let (qs, ts) = signs(query_kps, train_kps, config)?;
-        let (fwd, rev) =
-            self.nearest_q7(query, &qs, train, &ts, config.cross_check, &mut timings.stages)?;
+        let (fwd, rev) = self.nearest_q7(
+            query,
+            &qs,
+            train,
+            &ts,
+            config.cross_check,
+            &mut timings.stages,
+        )?;
         let out = decide(&fwd, rev.as_ref(), config, Metric::Q7);
         timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok(out)
@@ -422,13 +444,13 @@ fn decide(
             continue;
         }
         let distance = metric.distance(k1);
+        // Written as the core writes it: a NaN distance is rejected.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if config.max_distance.is_some_and(|max| !(distance <= max)) {
             continue;
         }
-        if let Some(rev) = rev {
-            if rev.best.get(t as usize) != Some(&(q as u32)) {
-                continue;
-            }
+        if rev.is_some_and(|rev| rev.best.get(t as usize) != Some(&(q as u32))) {
+            continue;
         }
         out.push(Match {
             query: q as u32,

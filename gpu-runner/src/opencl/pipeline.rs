@@ -224,11 +224,11 @@ impl Gpu {
     /// The work-group size to use for `kernel`: `wanted` clamped to the device's and the
     /// kernel's limits.
     pub(crate) fn local_size(&self, kernel: &Kernel, wanted: usize) -> usize {
-        let kernel_max = match kernel.wg_info(self.selected.device, KernelWorkGroupInfo::WorkGroupSize)
-        {
-            Ok(KernelWorkGroupInfoResult::WorkGroupSize(n)) if n > 0 => n,
-            _ => 1,
-        };
+        let kernel_max =
+            match kernel.wg_info(self.selected.device, KernelWorkGroupInfo::WorkGroupSize) {
+                Ok(KernelWorkGroupInfoResult::WorkGroupSize(n)) if n > 0 => n,
+                _ => 1,
+            };
         wanted
             .min(kernel_max)
             .min(self.selected.info.max_work_group_size.max(1))
@@ -312,9 +312,15 @@ impl Pipeline {
             rw,
         )?;
         let (responses, packed) = if packed_mode {
-            (None, Some(gpu.buffer::<u32>("packed responses", grids.total, rw)?))
+            (
+                None,
+                Some(gpu.buffer::<u32>("packed responses", grids.total, rw)?),
+            )
         } else {
-            (Some(gpu.buffer::<f32>("f32 responses", 4 * grids.total, rw)?), None)
+            (
+                Some(gpu.buffer::<f32>("f32 responses", 4 * grids.total, rw)?),
+                None,
+            )
         };
         let norms_host: Vec<f32> = (0..MAX_OCTAVES * 4)
             .map(|k| response_norm(filter_size(k / 4, k % 4) as u32))
@@ -497,7 +503,11 @@ impl Pipeline {
         let device_bytes = [
             config.max_width * config.max_height,
             4 * (config.max_width + 1) * (config.max_height + 1),
-            4 * if packed_mode { grids.total } else { 4 * grids.total },
+            4 * if packed_mode {
+                grids.total
+            } else {
+                4 * grids.total
+            },
             4 * 24 + 4 * 128 + 4 * ori_host.len(),
             4 * cand_capacity * KP_WORDS + 8 * cand_capacity,
             4 * result_len,
