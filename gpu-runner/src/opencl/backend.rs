@@ -1,5 +1,6 @@
 //! [`OpenClBackend`]: the OpenCL pipeline and matcher behind the [`Backend`] seam.
 
+use surfcl_core::describe::to_q7;
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
@@ -94,15 +95,6 @@ impl OpenClBackend {
     }
 }
 
-/// Q7 of a unit descriptor: `clamp(round(127 f), -127, 127)` (ARCHITECTURE.md).
-fn q7(d: &surfcl_core::Descriptor) -> DescriptorQ7 {
-    let mut q = [0i8; 64];
-    for (o, &v) in q.iter_mut().zip(d.iter()) {
-        *o = (127.0 * v).round().clamp(-127.0, 127.0) as i8;
-    }
-    q
-}
-
 impl Backend for OpenClBackend {
     fn name(&self) -> &'static str {
         "opencl"
@@ -157,8 +149,8 @@ impl Backend for OpenClBackend {
                 &mut timings,
             )?,
             DescriptorKind::Q7 => {
-                let qd: Vec<DescriptorQ7> = query.descriptors.iter().map(q7).collect();
-                let td: Vec<DescriptorQ7> = train.descriptors.iter().map(q7).collect();
+                let qd: Vec<DescriptorQ7> = query.descriptors.iter().map(to_q7).collect();
+                let td: Vec<DescriptorQ7> = train.descriptors.iter().map(to_q7).collect();
                 matcher.match_q7(
                     &query.keypoints,
                     &qd,
