@@ -41,6 +41,9 @@ pub enum Error {
         #[source]
         source: surfcl_core::homography::HomographyError,
     },
+    /// A homography computation failed (not a parse error).
+    #[error("homography: {0}")]
+    Homography(#[from] surfcl_core::homography::HomographyError),
     /// An image (or buffer) was rejected by the core's size checks.
     #[error("{0}")]
     Image(#[from] surfcl_core::ImageError),

@@ -77,6 +77,10 @@ pub struct DetectOptions {
     /// Number of SURF octaves (1..=6, default 4).
     #[arg(long)]
     pub octaves: Option<u8>,
+    /// SURF sample step of the first octave, 1 or 2 (default 2; doubles each octave). Step 1
+    /// samples every pixel in octave 1, as OpenCV's SURF does: more, smaller keypoints.
+    #[arg(long)]
+    pub sample_step: Option<u8>,
     /// Keep at most this many keypoints (the strongest).
     #[arg(long, default_value_t = DEFAULT_MAX_KEYPOINTS)]
     pub max_keypoints: usize,
@@ -108,6 +112,9 @@ impl DetectOptions {
         let mut harris = HarrisConfig::default();
         if let Some(octaves) = self.octaves {
             surf.octaves = octaves;
+        }
+        if let Some(step) = self.sample_step {
+            surf.init_sample_step = step;
         }
         let detector = match self.detector {
             DetectorArg::Surf => DetectorKind::Surf,

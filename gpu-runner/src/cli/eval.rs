@@ -2,7 +2,8 @@
 //! al.): images `img1.*` .. `imgN.*` and ground-truth homographies `H1to2p` .. `H1toNp`. Each pair
 //! 1-K is detected, matched and scored: a match is correct when the homography maps the first
 //! point within 3 px of the second ([`surfcl_core::homography`]), precision = correct / matches,
-//! and repeatability is the core's detector repeatability under the homography.
+//! and repeatability is the core's detector repeatability under the homography: the share of
+//! img1's keypoints that project inside imgK and have an imgK keypoint within the same 3 px.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use surfcl_core::Keypoint;
-use surfcl_core::homography::Homography;
+use surfcl_core::homography::{Homography, is_correct, repeatability};
 use surfcl_core::matcher::Match;
 
 use super::args::{DetectOptions, JsonTarget, MatchOptions};
@@ -101,7 +102,7 @@ pub fn correct_flags(
         .iter()
         .map(
             |m| match (query.get(m.query as usize), train.get(m.train as usize)) {
-                (Some(a), Some(b)) => h.is_correct(a, b, CORRECT_TOLERANCE_PX),
+                (Some(a), Some(b)) => is_correct(h, a, b, CORRECT_TOLERANCE_PX),
                 _ => false,
             },
         )
@@ -148,11 +149,16 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
             .into_iter()
             .filter(|&c| c)
             .count();
-        let repeatability = h.repeatability(
+        let mut scratch = vec![0u32; second.keypoints.len()];
+        let repeated = repeatability(
+            h,
             &first.keypoints,
             &second.keypoints,
-            (second.width, second.height),
-        );
+            second.width,
+            second.height,
+            CORRECT_TOLERANCE_PX,
+            &mut scratch,
+        )?;
         pairs.push(EvalPair {
             pair: format!("1-{}", k + 2),
             keypoints1: first.keypoints.len(),
@@ -160,7 +166,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
             matches: matches.len(),
             correct,
             precision: ratio(correct, matches.len()),
-            repeatability: f64::from(repeatability),
+            repeatability: f64::from(repeated.ratio),
         });
         bar.inc(1);
     }
