@@ -47,8 +47,12 @@ impl PackedCodeTable {
     /// response, 127 at most).
     #[inline]
     pub fn code(&self, response: f32) -> u8 {
-        // The table is non-decreasing, so "response >= T[k]" holds on a prefix: a binary search
-        // counts it. (A linear count gives the same number; kernels may do either.)
+        // Most samples are below the threshold: one predictable comparison settles them (also
+        // NaN). The table is non-decreasing, so "response >= T[k]" holds on a prefix: a binary
+        // search counts it. (A linear count gives the same number; kernels may do either.)
+        if response.is_nan() || response < self.thresholds[0] {
+            return 0;
+        }
         self.thresholds.partition_point(|&t| response >= t) as u8
     }
 
