@@ -35,7 +35,8 @@ pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
             // Harris responses have no fixed scale across images, so the node's threshold is
             // the relative one: a fraction of the frame's strongest response.
             Detector::Harris => {
-                harris.threshold = surfcl_core::harris::HarrisThreshold::Relative(p.threshold as f32)
+                harris.threshold =
+                    surfcl_core::harris::HarrisThreshold::Relative(p.threshold as f32)
             }
         }
     }

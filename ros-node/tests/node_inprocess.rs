@@ -87,6 +87,11 @@ fn boat_keypoints_and_matches_equal_direct_backend() {
             (m.query as usize) < kp2.keypoints.len() && (m.train as usize) < kp1.keypoints.len()
         );
     }
+    // The counters are updated after publishing: poll (bounded).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while node.stats().processed < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let stats = node.stats();
     assert_eq!(stats.malformed, 0);
     assert!(stats.processed >= 2);
@@ -158,6 +163,11 @@ fn malformed_messages_are_dropped_and_node_keeps_running() {
             "{:?}",
             k.header
         );
+    }
+    // The counters are updated after publishing: poll (bounded).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while node.stats().processed < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
     }
     let s = node.stats();
     assert!(s.malformed >= bad.len() as u64 && s.processed >= 1, "{s:?}");
