@@ -23,6 +23,7 @@ pub mod cli;
 pub mod cpu;
 pub mod draw;
 pub mod error;
+pub mod fault;
 pub mod io;
 pub mod opencl;
 pub mod report;
