@@ -15,9 +15,11 @@
 //!    `[1 4 6 4 1]^T [-1 -2 0 2 1]`; clamping only merges weights of equal sign).
 //! 3. **Products** `Pxx = Gx^2`, `Pyy = Gy^2`, `Pxy = Gx Gy`, `|P| <= 12240^2 = 149_817_600` (`i32`).
 //! 4. **Window sums** over the `n x n` window (`n` = [`HarrisConfig::window`], odd, 3..=13,
-//!    `r = n / 2`): `S(y, x) = sum_{i,j in -r..=r} P(cy(y+i), cx(x+j))`, exact integers. Computed
-//!    as column sums (`i32`: at most `13 * 149_817_600 < 2^31`) then row sums (`i64`: at most
-//!    `169 * 149_817_600 < 2^35`). Any integer type holding 36 bits (`long` in OpenCL) is exact.
+//!    `r = n / 2`): `S(y, x) = sum_{i,j in -r..=r} P(cy(y+i), cx(x+j))`, exact integers
+//!    (`|S| <= 169 * 149_817_600 < 2^35`). Computed as column sums in `i32` (at most
+//!    `13 * 149_817_600 < 2^31`), then row sums: in `i32` for `n = 3` (`9 * 149_817_600 < 2^31`),
+//!    else in `f64` (exact below `2^53`). Any integer type holding 36 bits (`long` in OpenCL) is
+//!    exact too; only the value matters, since the next stage rounds it once.
 //! 5. **Response**, in `f32`, each operation rounded once (no fused multiply-add; OpenCL:
 //!    `#pragma OPENCL FP_CONTRACT OFF`): `NORM = 1 / 32640^2` computed in `f64` and rounded to
 //!    `f32` (32640 = 16 * 8 * 255 undoes the Gaussian, Sobel and 8-bit scalings, so the
@@ -213,15 +215,51 @@ pub struct HarrisStats {
 }
 
 /// Ring and temporary rows (in units of the image width): Gaussian rows of the horizontal pass
-/// (3) and of `G` (3), two temporaries, products (3 channels x `MAX_WINDOW` rows), column sums (3).
+/// (3) and of `G` (3), two temporaries, products (3 channels x `MAX_WINDOW` rows), column sums (3,
+/// each padded by `MAX_WINDOW` for the replicated border).
 const ROWS: usize = 3 + 3 + 2 + 3 * MAX_WINDOW + 3;
 
+/// Scratch elements in front of the response map.
+const fn ring_len(width: usize) -> usize {
+    ROWS * width + 3 * MAX_WINDOW
+}
+
+/// Pixels per block of the response stage (stack arrays of this many `f32`).
+const BLOCK: usize = 64;
+
+/// Row sums of `n` consecutive padded column sums, converted to `f32` and scaled:
+/// `out[i] = f32(sum_{j < n} padded[i + j]) * NORM` for `i < out.len()`.
+///
+/// Exact before the one rounding to `f32`: for `n = 3` the sums fit `i32`
+/// (`9 * 149_817_600 < 2^31`) and convert directly; above, they are summed in `f64`, exact for
+/// integers below `2^53`, and `f64 -> f32` rounds the exact value once, as `i64 -> f32` would.
+#[inline]
+fn row_sums(padded: &[i32], n: usize, out: &mut [f32]) {
+    let len = out.len();
+    if n == 3 {
+        for ((o, w), _) in out.iter_mut().zip(padded.windows(3)).zip(0..len) {
+            *o = ((w[0] + w[1] + w[2]) as f32) * NORM;
+        }
+    } else {
+        let mut sum = [0.0f64; BLOCK];
+        let sum = &mut sum[..len];
+        for j in 0..n {
+            for (s, &v) in sum.iter_mut().zip(&padded[j..j + len]) {
+                *s += f64::from(v);
+            }
+        }
+        for (o, &s) in out.iter_mut().zip(sum.iter()) {
+            *o = (s as f32) * NORM;
+        }
+    }
+}
+
 /// Number of `i32` scratch elements [`detect`] needs (independent of the configuration; enough
-/// for [`response_map`] too): `ROWS * width` ring rows plus the `width * height` response map.
+/// for [`response_map`] too): about 50 rows of ring buffers plus the `width * height` response map.
 pub fn scratch_len(width: usize, height: usize) -> Result<usize, HarrisError> {
     let pixels = check_dimensions(width, height)?;
     // Cannot overflow: pixels <= MAX_PIXELS and width <= MAX_DIMENSION.
-    Ok(ROWS * width + pixels)
+    Ok(ring_len(width) + pixels)
 }
 
 /// `NORM = 1 / 32640^2` (module docs, stage 5), rounded once to `f32`.
@@ -281,9 +319,15 @@ impl Rings<'_, '_> {
         }
         let w = self.width;
         let (a, b, c) = (self.row(j - 1) % 3, self.next_g % 3, need % 3);
-        let dst = (self.next_g % 3) * w;
-        for x in 0..w {
-            self.g[dst + x] = self.h[a * w + x] + 2 * self.h[b * w + x] + self.h[c * w + x];
+        let slot = self.next_g % 3;
+        let (ha, hb, hc) = (
+            &self.h[a * w..(a + 1) * w],
+            &self.h[b * w..(b + 1) * w],
+            &self.h[c * w..(c + 1) * w],
+        );
+        let dst = &mut self.g[slot * w..(slot + 1) * w];
+        for (((d, &u), &m), &l) in dst.iter_mut().zip(ha).zip(hb).zip(hc) {
+            *d = u + 2 * m + l;
         }
         self.next_g += 1;
     }
@@ -346,9 +390,12 @@ impl Rings<'_, '_> {
         }
         let w = self.width;
         let plane = self.window * w;
-        // Column sums over the window rows (clamped rows repeat).
-        let (vxx, rest) = self.v.split_at_mut(w);
-        let (vyy, vxy) = rest.split_at_mut(w);
+        // Column sums over the window rows (clamped rows repeat), stored at offset r of rows
+        // padded by r replicated entries on each side (the replicated border of stage 4).
+        let padded = w + 2 * r;
+        let (vxx, rest) = self.v.split_at_mut(w + MAX_WINDOW);
+        let (vyy, vxy) = rest.split_at_mut(w + MAX_WINDOW);
+        let (vxx, vyy, vxy) = (&mut vxx[..padded], &mut vyy[..padded], &mut vxy[..padded]);
         vxx.fill(0);
         vyy.fill(0);
         vxy.fill(0);
@@ -358,35 +405,37 @@ impl Rings<'_, '_> {
             let pxx = &self.p[base..base + w];
             let pyy = &self.p[plane + base..plane + base + w];
             let pxy = &self.p[2 * plane + base..2 * plane + base + w];
-            for x in 0..w {
-                vxx[x] += pxx[x];
-                vyy[x] += pyy[x];
-                vxy[x] += pxy[x];
+            for (((sx, sy), sxy), ((&a, &b), &c)) in vxx[r..r + w]
+                .iter_mut()
+                .zip(vyy[r..r + w].iter_mut())
+                .zip(vxy[r..r + w].iter_mut())
+                .zip(pxx.iter().zip(pyy).zip(pxy))
+            {
+                *sx += a;
+                *sy += b;
+                *sxy += c;
             }
         }
-        // Row sums, sliding, exact in i64: start with the clamped window at x = 0.
-        let col = |x: isize| x.clamp(0, w as isize - 1) as usize;
-        let (mut sxx, mut syy, mut sxy) = (0i64, 0i64, 0i64);
-        for j in -(r as isize)..=(r as isize) {
-            let c = col(j);
-            sxx += i64::from(vxx[c]);
-            syy += i64::from(vyy[c]);
-            sxy += i64::from(vxy[c]);
+        for row in [&mut *vxx, &mut *vyy, &mut *vxy] {
+            let (first, last) = (row[r], row[r + w - 1]);
+            row[..r].fill(first);
+            row[r + w..].fill(last);
         }
-        for x in 0..w {
-            let a = (sxx as f32) * NORM;
-            let b = (sxy as f32) * NORM;
-            let c = (syy as f32) * NORM;
-            let det = a * c - b * b;
-            let tr = a + c;
-            emit(x, det - k * (tr * tr));
-            let (add, sub) = (
-                col(x as isize + r as isize + 1),
-                col(x as isize - r as isize),
-            );
-            sxx += i64::from(vxx[add]) - i64::from(vxx[sub]);
-            syy += i64::from(vyy[add]) - i64::from(vyy[sub]);
-            sxy += i64::from(vxy[add]) - i64::from(vxy[sub]);
+        // Row sums and the response, in blocks of BLOCK pixels.
+        let (mut a, mut b, mut c) = ([0.0f32; BLOCK], [0.0f32; BLOCK], [0.0f32; BLOCK]);
+        let n = self.window;
+        let mut x0 = 0;
+        while x0 < w {
+            let len = BLOCK.min(w - x0);
+            row_sums(&vxx[x0..x0 + len + n - 1], n, &mut a[..len]);
+            row_sums(&vxy[x0..x0 + len + n - 1], n, &mut b[..len]);
+            row_sums(&vyy[x0..x0 + len + n - 1], n, &mut c[..len]);
+            for i in 0..len {
+                let det = a[i] * c[i] - b[i] * b[i];
+                let tr = a[i] + c[i];
+                emit(x0 + i, det - k * (tr * tr));
+            }
+            x0 += len;
         }
     }
 }
@@ -413,7 +462,7 @@ fn run(
     let (vs, rest) = rest.split_at_mut(width);
     let (vd, rest) = rest.split_at_mut(width);
     let (p, rest) = rest.split_at_mut(3 * MAX_WINDOW * width);
-    let (v, map) = rest.split_at_mut(3 * width);
+    let (v, map) = rest.split_at_mut(3 * (width + MAX_WINDOW));
     let mut rings = Rings {
         image: image.pixels(),
         width,
@@ -468,7 +517,7 @@ pub fn detect<S: KeypointSink>(
         max_response = max_response.max(r);
     })?;
     let (width, height) = (image.width(), image.height());
-    let map = &scratch[ROWS * width..ROWS * width + width * height];
+    let map = &scratch[ring_len(width)..ring_len(width) + width * height];
     let at = |x: usize, y: usize| f32::from_bits(map[y * width + x] as u32);
     let threshold = match config.threshold {
         HarrisThreshold::Absolute(t) => t,
