@@ -524,14 +524,29 @@ pub fn detect<S: KeypointSink>(
         HarrisThreshold::Relative(f) => f * max_response,
     };
     let dropped_before = sink.dropped();
+    // `R > 0 && R >= t` as one integer comparison on the bit patterns: for a positive bound
+    // `b`, `R >= b` exactly when `R.to_bits() as i32 >= b.to_bits() as i32` (negative floats
+    // have negative patterns; R is never NaN), and `R > 0` is `R >= ` the smallest subnormal.
+    let bound = if threshold > 0.0 {
+        threshold
+    } else {
+        f32::from_bits(1)
+    };
+    let bound_bits = bound.to_bits() as i32;
     let mut candidates = 0;
     for y in 0..height {
         let row = &map[y * width..(y + 1) * width];
-        for (x, &bits) in row.iter().enumerate() {
-            let value = f32::from_bits(bits as u32);
-            if !(value > 0.0 && value >= threshold) {
-                continue;
-            }
+        let mut scan_from = 0;
+        loop {
+            // Tight scan to the next pixel above the bound (most pixels are below it).
+            let x = match row[scan_from..].iter().position(|&bits| bits >= bound_bits) {
+                Some(skip) => scan_from + skip,
+                None => break,
+            };
+            let value = f32::from_bits(row[x] as u32);
+            // The scan resumes after this pixel; below, `x` is this pixel's column.
+            let (x, next) = (x, x + 1);
+            scan_from = next;
             let interior = x >= 2 && y >= 2 && x + 2 < width && y + 2 < height;
             let keep = if interior {
                 is_local_max_interior(map, y * width + x, width, value)
