@@ -537,16 +537,12 @@ pub fn detect<S: KeypointSink>(
     for y in 0..height {
         let row = &map[y * width..(y + 1) * width];
         let mut scan_from = 0;
-        loop {
-            // Tight scan to the next pixel above the bound (most pixels are below it).
-            let x = match row[scan_from..].iter().position(|&bits| bits >= bound_bits) {
-                Some(skip) => scan_from + skip,
-                None => break,
-            };
+        // Tight scan to the next pixel above the bound (most pixels are below it).
+        while let Some(skip) = row[scan_from..].iter().position(|&bits| bits >= bound_bits) {
+            let x = scan_from + skip;
             let value = f32::from_bits(row[x] as u32);
-            // The scan resumes after this pixel; below, `x` is this pixel's column.
-            let (x, next) = (x, x + 1);
-            scan_from = next;
+            // The scan resumes after this pixel.
+            scan_from = x + 1;
             let interior = x >= 2 && y >= 2 && x + 2 < width && y + 2 < height;
             let keep = if interior {
                 is_local_max_interior(map, y * width + x, width, value)
