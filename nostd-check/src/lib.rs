@@ -10,11 +10,16 @@
 #[cfg(feature = "prove-failure")]
 extern crate std;
 
+use surfcl_core::describe::describe_all;
 use surfcl_core::integral::IntegralImage;
-use surfcl_core::keypoint::KeypointSet;
+use surfcl_core::keypoint::{Descriptor, KeypointSet, KeypointSink};
+use surfcl_core::surf::{SurfConfig, detect};
 use surfcl_core::GrayImage;
 
-/// Runs the integral image and SURF detection on a caller's 64x64 image, returning the number of
+/// Scratch for a 64x64 image in f32 mode (checked against `surf::scratch_len` at run time).
+const SCRATCH_WORDS: usize = 4 * 32 * 32;
+
+/// Runs SURF detection and description on a caller's 64x64 image, returning the number of
 /// keypoints (or -1 on error). Exported so that the code is really linked.
 #[unsafe(no_mangle)]
 pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
@@ -30,9 +35,18 @@ pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
     let Ok(integral) = IntegralImage::compute(&image, &mut table) else {
         return -1;
     };
-    let keypoints = KeypointSet::<32>::new();
-    let _ = &integral;
-    keypoints.len() as i32
+    let config = SurfConfig::default();
+    let mut scratch = [0u32; SCRATCH_WORDS];
+    let mut keypoints = KeypointSet::<32>::new();
+    if detect(&integral, &config, &mut scratch, &mut keypoints).is_err() {
+        return -1;
+    }
+    let mut descriptors = [[0f32; 64] as Descriptor; 32];
+    let n = keypoints.len();
+    if describe_all(&integral, keypoints.points_mut(), false, &mut descriptors[..n]).is_err() {
+        return -1;
+    }
+    n as i32
 }
 
 #[panic_handler]
