@@ -5,20 +5,23 @@ use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
 use super::OpenClError;
+use super::harris::{HarrisPipeline, HarrisPipelineConfig};
 use super::matcher::{GpuMatcher, MatchTimings};
 use super::pipeline::{Gpu, Pipeline, PipelineConfig};
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use crate::error::Error;
 
-/// The OpenCL backend: one device, one context and queue, a [`Pipeline`] rebuilt only when a
-/// frame is larger than it was made for or the parameters change, and a [`GpuMatcher`].
+/// The OpenCL backend: one device, one context and queue, a SURF [`Pipeline`] and a
+/// [`HarrisPipeline`] (each made on first use, rebuilt only when a frame is larger than it was
+/// made for or the parameters change), and a [`GpuMatcher`].
 ///
-/// Harris is not on OpenCL yet: [`Backend::detect`] with the Harris detector returns an
-/// [`OpenClError::Unsupported`] error (it does not fall back silently).
+/// Harris corners get upright SURF-64 descriptors at the configured fixed scale, as on the CPU
+/// backend.
 #[derive(Debug)]
 pub struct OpenClBackend {
     gpu: Gpu,
     pipeline: Option<Pipeline>,
+    harris: Option<HarrisPipeline>,
     matcher: Option<GpuMatcher>,
     local_size: Option<usize>,
 }
@@ -29,6 +32,7 @@ impl OpenClBackend {
         Ok(Self {
             gpu: Gpu::new(super::select(spec)?)?,
             pipeline: None,
+            harris: None,
             matcher: None,
             local_size: None,
         })
@@ -39,12 +43,58 @@ impl OpenClBackend {
     pub fn with_local_size(mut self, local_size: usize) -> Self {
         self.local_size = Some(local_size);
         self.pipeline = None;
+        self.harris = None;
         self
     }
 
-    /// Device memory held by the current pipeline, bytes (0 before the first frame).
+    /// Device memory held by the current pipelines (SURF and Harris), bytes (0 before the first
+    /// frame).
     pub fn device_bytes(&self) -> u64 {
         self.pipeline.as_ref().map_or(0, Pipeline::device_bytes)
+            + self.harris.as_ref().map_or(0, HarrisPipeline::device_bytes)
+    }
+
+    /// The Harris pipeline for a `width x height` frame with `params`, made or remade when
+    /// needed (the same growth rule as the SURF pipeline).
+    fn harris_for(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+    ) -> Result<&mut HarrisPipeline, OpenClError> {
+        let fits = self.harris.as_ref().is_some_and(|p| {
+            let c = p.config();
+            c.max_width >= width
+                && c.max_height >= height
+                && c.harris == params.harris
+                && c.max_keypoints == params.max_keypoints
+        });
+        if !fits {
+            let (w, h) = match &self.harris {
+                Some(p) if p.config().harris == params.harris => (
+                    width.max(p.config().max_width),
+                    height.max(p.config().max_height),
+                ),
+                _ => (width, height),
+            };
+            // Drop the old buffers first so the device never holds both.
+            self.harris = None;
+            let (w, h) = if surfcl_core::image::check_dimensions(w, h).is_ok() {
+                (w, h)
+            } else {
+                (width, height)
+            };
+            self.harris = Some(HarrisPipeline::new(
+                self.gpu.clone(),
+                HarrisPipelineConfig {
+                    local_size: self.local_size,
+                    ..HarrisPipelineConfig::new(w, h, params.harris, params.max_keypoints)
+                },
+            )?);
+        }
+        self.harris
+            .as_mut()
+            .ok_or_else(|| OpenClError::Unsupported("Harris pipeline missing".into()))
     }
 
     /// The pipeline for a `width x height` frame with `params`, made or remade when needed.
@@ -106,14 +156,15 @@ impl Backend for OpenClBackend {
     }
 
     fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
-        if params.detector == DetectorKind::Harris {
-            return Err(OpenClError::Unsupported(
-                "Harris on OpenCL not yet implemented (use --backend cpu)".into(),
-            )
-            .into());
-        }
-        let pipeline = self.pipeline_for(image.width(), image.height(), params)?;
-        let out = pipeline.detect(image)?;
+        params.validate()?;
+        let out = match params.detector {
+            DetectorKind::Harris => self
+                .harris_for(image.width(), image.height(), params)?
+                .detect(image)?,
+            DetectorKind::Surf => self
+                .pipeline_for(image.width(), image.height(), params)?
+                .detect(image)?,
+        };
         Ok(Features {
             width: image.width(),
             height: image.height(),
