@@ -17,6 +17,7 @@
 
 mod backend;
 mod enqueue;
+pub mod harris;
 mod matcher;
 mod pipeline;
 
