@@ -79,28 +79,47 @@ pub trait KeypointSink {
     fn clear(&mut self);
 }
 
-/// Index of the weakest point of a non-empty slice.
-fn weakest_index(points: &[Keypoint]) -> usize {
-    let mut weakest = 0;
-    for (i, p) in points.iter().enumerate() {
-        if p.rank_cmp(&points[weakest]) == Ordering::Greater {
-            weakest = i;
-        }
-    }
-    weakest
+/// Whether `a` ranks after (is weaker than) `b`.
+fn weaker(a: &Keypoint, b: &Keypoint) -> bool {
+    a.rank_cmp(b) == Ordering::Greater
 }
 
-/// The full-sink path shared by both sinks: replaces the cached weakest point if `point` is
-/// stronger. `weakest` caches the index of the weakest point between offers (O(N) rescans only
-/// when a replacement happens).
-fn offer_when_full(points: &mut [Keypoint], weakest: &mut Option<usize>, point: Keypoint) {
+/// Restores the heap order below `i`: in a "weakest-first" binary heap every parent is weaker
+/// than (or equal to) its children, so the weakest kept point is always at index 0.
+fn sift_down(points: &mut [Keypoint], mut i: usize) {
+    loop {
+        let (left, right) = (2 * i + 1, 2 * i + 2);
+        let mut weakest = i;
+        if left < points.len() && weaker(&points[left], &points[weakest]) {
+            weakest = left;
+        }
+        if right < points.len() && weaker(&points[right], &points[weakest]) {
+            weakest = right;
+        }
+        if weakest == i {
+            return;
+        }
+        points.swap(i, weakest);
+        i = weakest;
+    }
+}
+
+/// The full-sink path shared by both sinks: replaces the weakest kept point if `point` is
+/// stronger. The kept points are turned into a weakest-first heap on the first overflow (O(N))
+/// and kept one (`is_heap`), so each later offer costs O(log N), not a rescan.
+fn offer_when_full(points: &mut [Keypoint], is_heap: &mut bool, point: Keypoint) {
     if points.is_empty() {
         return;
     }
-    let w = *weakest.get_or_insert_with(|| weakest_index(points));
-    if point.rank_cmp(&points[w]) == Ordering::Less {
-        points[w] = point;
-        *weakest = Some(weakest_index(points));
+    if !*is_heap {
+        for i in (0..points.len() / 2).rev() {
+            sift_down(points, i);
+        }
+        *is_heap = true;
+    }
+    if weaker(&points[0], &point) {
+        points[0] = point;
+        sift_down(points, 0);
     }
 }
 
@@ -109,7 +128,7 @@ fn offer_when_full(points: &mut [Keypoint], weakest: &mut Option<usize>, point: 
 pub struct KeypointSet<const N: usize> {
     points: heapless::Vec<Keypoint, N>,
     dropped: usize,
-    weakest: Option<usize>,
+    is_heap: bool,
 }
 
 impl<const N: usize> KeypointSet<N> {
@@ -118,7 +137,7 @@ impl<const N: usize> KeypointSet<N> {
         Self {
             points: heapless::Vec::new(),
             dropped: 0,
-            weakest: None,
+            is_heap: false,
         }
     }
     /// Number of kept points.
@@ -143,14 +162,14 @@ impl<const N: usize> KeypointSink for KeypointSet<N> {
     fn offer(&mut self, point: Keypoint) {
         if let Err(point) = self.points.push(point) {
             self.dropped += 1;
-            offer_when_full(&mut self.points, &mut self.weakest, point);
+            offer_when_full(&mut self.points, &mut self.is_heap, point);
         }
     }
     fn points(&self) -> &[Keypoint] {
         &self.points
     }
     fn points_mut(&mut self) -> &mut [Keypoint] {
-        self.weakest = None;
+        self.is_heap = false;
         &mut self.points
     }
     fn dropped(&self) -> usize {
@@ -159,7 +178,7 @@ impl<const N: usize> KeypointSink for KeypointSet<N> {
     fn clear(&mut self) {
         self.points.clear();
         self.dropped = 0;
-        self.weakest = None;
+        self.is_heap = false;
     }
 }
 
@@ -170,7 +189,7 @@ pub struct KeypointBuffer<'a> {
     storage: &'a mut [Keypoint],
     len: usize,
     dropped: usize,
-    weakest: Option<usize>,
+    is_heap: bool,
 }
 
 impl<'a> KeypointBuffer<'a> {
@@ -180,7 +199,7 @@ impl<'a> KeypointBuffer<'a> {
             storage,
             len: 0,
             dropped: 0,
-            weakest: None,
+            is_heap: false,
         }
     }
     /// Number of kept points.
@@ -204,14 +223,14 @@ impl KeypointSink for KeypointBuffer<'_> {
             self.len += 1;
         } else {
             self.dropped += 1;
-            offer_when_full(self.storage, &mut self.weakest, point);
+            offer_when_full(self.storage, &mut self.is_heap, point);
         }
     }
     fn points(&self) -> &[Keypoint] {
         &self.storage[..self.len]
     }
     fn points_mut(&mut self) -> &mut [Keypoint] {
-        self.weakest = None;
+        self.is_heap = false;
         &mut self.storage[..self.len]
     }
     fn dropped(&self) -> usize {
@@ -220,7 +239,7 @@ impl KeypointSink for KeypointBuffer<'_> {
     fn clear(&mut self) {
         self.len = 0;
         self.dropped = 0;
-        self.weakest = None;
+        self.is_heap = false;
     }
 }
 
@@ -234,6 +253,27 @@ mod tests {
             sample_x: sx,
             ..Keypoint::default()
         }
+    }
+
+    #[test]
+    fn deep_heap_keeps_strongest() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        // Few distinct responses: many exact ties, broken by position.
+        let all: std::vec::Vec<Keypoint> = (0..2000)
+            .map(|i| kp(rng.gen_range(0..50) as f32, i as u32))
+            .collect();
+        let mut expected = all.clone();
+        expected.sort_by(Keypoint::rank_cmp);
+        expected.truncate(37);
+        let mut storage = [Keypoint::default(); 37];
+        let mut buffer = KeypointBuffer::new(&mut storage);
+        for p in &all {
+            buffer.offer(*p);
+        }
+        buffer.sort();
+        assert_eq!(buffer.points(), &expected[..]);
+        assert_eq!(buffer.dropped(), 2000 - 37);
     }
 
     #[test]
