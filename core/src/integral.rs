@@ -130,7 +130,10 @@ mod tests {
             let mut table = std::vec![0u32; integral_len(w, h).unwrap()];
             let ii = IntegralImage::compute(&image, &mut table).unwrap();
             for _ in 0..50 {
-                let (r, c) = (rng.gen_range(-5..h as i32 + 5), rng.gen_range(-5..w as i32 + 5));
+                let (r, c) = (
+                    rng.gen_range(-5..h as i32 + 5),
+                    rng.gen_range(-5..w as i32 + 5),
+                );
                 let (rows, cols) = (rng.gen_range(0..20), rng.gen_range(0..20));
                 let mut direct = 0u32;
                 for y in r.max(0)..(r + rows).min(h as i32) {
