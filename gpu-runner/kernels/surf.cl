@@ -29,38 +29,99 @@ typedef float real_t;
 // ---------------------------------------------------------------------------------------------
 // Integral image
 
-// One work-item per image row: the row prefix sums (the column pass adds the rows above).
-// Work-item 0 also clears row 0 and the counters of the result header, so a frame needs no
-// separate fill command.
+// Inclusive scan of `n` values in local memory (Hillis-Steele, ping-pong between two halves
+// of `buf`, which holds 2 * n words); every work-item of the group must call it. Returns the
+// half holding the result. Works for any group size (not only powers of two).
+inline __local uint* local_scan(__local uint* buf, uint n, uint lid) {
+    __local uint* src = buf;
+    __local uint* dst = buf + n;
+    for (uint off = 1u; off < n; off <<= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < n) dst[lid] = src[lid] + (lid >= off ? src[lid - off] : 0u);
+        __local uint* t = src;
+        src = dst;
+        dst = t;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return src;
+}
+
+#define ROW_ITEMS 4
+
+// Row prefix sums, one work-group per image row: each work-item sums ROW_ITEMS consecutive
+// pixels, the group scans those partial sums in local memory and every work-item writes its
+// ROW_ITEMS outputs; a row longer than ROW_ITEMS * group size takes several passes with a carry.
+// `scan` holds 2 * group size words. Group 0 also clears row 0 and the counters of the result
+// header, so a frame needs no separate fill command. (u32 sums are exact: every box sum fits.)
 __kernel void integral_rows(__global const uchar* img, __global uint* integral, int width,
-                            int height, __global uint* result) {
-    int y = get_global_id(0);
+                            int height, __global uint* result, __local uint* scan) {
+    int y = get_group_id(0);
+    uint lid = get_local_id(0), lsz = get_local_size(0);
     int stride = width + 1;
     if (y == 0) {
-        for (int x = 0; x < stride; ++x) integral[x] = 0u;
-        for (int k = 0; k < HEADER_WORDS; ++k) result[k] = 0u;
+        for (int x = lid; x < stride; x += lsz) integral[x] = 0u;
+        if (lid < HEADER_WORDS) result[lid] = 0u;
     }
-    if (y >= height) return;
+    if (y >= height) return;  // uniform per group
     __global const uchar* row = img + (size_t)y * (size_t)width;
     __global uint* out = integral + (size_t)(y + 1) * (size_t)stride;
-    uint sum = 0u;
-    out[0] = 0u;
-    for (int x = 0; x < width; ++x) {
-        sum += (uint)row[x];
-        out[x + 1] = sum;
+    if (lid == 0) out[0] = 0u;
+    uint carry = 0u;
+    for (int base = 0; base < width; base += ROW_ITEMS * (int)lsz) {
+        int x0 = base + ROW_ITEMS * (int)lid;
+        uint v[ROW_ITEMS];
+        uint sum = 0u;
+        for (int k = 0; k < ROW_ITEMS; ++k) {
+            int x = x0 + k;
+            sum += x < width ? (uint)row[x] : 0u;
+            v[k] = sum;
+        }
+        scan[lid] = sum;
+        __local uint* inc = local_scan(scan, lsz, lid);
+        uint before = carry + inc[lid] - sum;
+        for (int k = 0; k < ROW_ITEMS; ++k) {
+            int x = x0 + k;
+            if (x < width) out[x + 1] = before + v[k];
+        }
+        carry += inc[lsz - 1];
+        barrier(CLK_LOCAL_MEM_FENCE);  // `scan` is reused by the next pass
     }
 }
 
-// One work-item per column (adjacent work-items touch adjacent words: coalesced).
-__kernel void integral_cols(__global uint* integral, int width, int height) {
-    int c = get_global_id(0) + 1;
-    if (c > width) return;
+// Column prefix sums over the row sums, in place. A work-group covers `col_width` adjacent
+// columns (coalesced rows of words) and splits the rows into lsz / COL_WIDTH segments: each
+// work-item scans its segment, the segments' totals are scanned in local memory, and a second
+// pass adds the total of the segments above. That is 2 reads and 2 writes per word but
+// height / segments dependent steps instead of height. `totals` holds lsz words.
+__kernel void integral_cols(__global uint* integral, int width, int height, int col_width,
+                            __local uint* totals) {
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    int cw = clamp(col_width, 1, (int)lsz);
+    int segs = (int)lsz / cw;
+    int cx = (int)lid % cw, seg = (int)lid / cw;
+    int c = get_group_id(0) * cw + cx + 1;
     int stride = width + 1;
+    int seg_len = (height + segs - 1) / segs;
+    int y0 = 1 + seg * seg_len;
+    int y1 = min(y0 + seg_len, height + 1);
+    bool live = c <= width && seg < segs;
     uint acc = 0u;
-    for (int y = 1; y <= height; ++y) {
-        size_t i = (size_t)y * (size_t)stride + (size_t)c;
-        acc += integral[i];
-        integral[i] = acc;
+    if (live) {
+        for (int y = y0; y < y1; ++y) {
+            size_t i = (size_t)y * (size_t)stride + (size_t)c;
+            acc += integral[i];
+            integral[i] = acc;
+        }
+    }
+    totals[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (live && seg > 0) {
+        uint above = 0u;
+        for (int s = 0; s < seg; ++s) above += totals[s * cw + cx];
+        for (int y = y0; y < y1; ++y) {
+            size_t i = (size_t)y * (size_t)stride + (size_t)c;
+            integral[i] += above;
+        }
     }
 }
 

@@ -1,22 +1,25 @@
-//! The only place that enqueues kernels (`ocl`'s `enq` is `unsafe` because the runtime cannot
-//! check what a kernel does with its buffers).
+//! The only place with `unsafe`: enqueuing kernels with `ocl` (its `enq` is `unsafe` because
+//! the runtime cannot check what a kernel does with its buffers), mapping pinned staging
+//! buffers and non-blocking uploads from them.
 #![allow(unsafe_code)]
 
-use ocl::{Event, Kernel};
+use ocl::{Buffer, Event, Kernel, MemMap, OclPrm, Queue};
 
 use super::OpenClError;
 
 /// Enqueues `kernel` on its queue over a 1-D range of `global` work-items in groups of `local`
 /// (`global` is rounded up to a multiple of `local`; every kernel bounds-checks its id), and
-/// records the command's event in `event` for profiling.
+/// records the command's event in `event` for profiling. With `wait`, the kernel starts only
+/// after that event (an upload on another queue) has completed.
 ///
 /// Callers guarantee the invariant that makes this sound: every buffer argument of `kernel` was
 /// allocated by the same pipeline for its maximum frame size and capacities, and the scalar
 /// arguments (frame size, counts, capacities) never exceed what those buffers hold.
-pub(crate) fn launch(
+pub(crate) fn launch_after(
     kernel: &Kernel,
     global: usize,
     local: usize,
+    wait: Option<&Event>,
     event: &mut Event,
 ) -> Result<(), OpenClError> {
     let local = local.max(1);
@@ -26,14 +29,63 @@ pub(crate) fn launch(
     // capacities), and the pipeline sizes every buffer for its maximum frame and capacities, which
     // it checks before setting those scalars (see the doc comment above). Local memory arguments
     // are sized from the same `local` value passed here. The queue is in-order, so no kernel sees
-    // a buffer before the command that fills it has finished.
-    unsafe {
-        kernel
-            .cmd()
-            .global_work_size(global)
-            .local_work_size(local)
-            .enew(event)
-            .enq()
+    // a buffer before the command that fills it has finished; a buffer filled on another queue is
+    // ordered by `wait`.
+    let cmd = kernel
+        .cmd()
+        .global_work_size(global)
+        .local_work_size(local)
+        .enew(event);
+    match wait {
+        Some(w) => unsafe { cmd.ewait(w).enq() },
+        None => unsafe { cmd.enq() },
     }
     .map_err(OpenClError::runtime("enqueue kernel"))
+}
+
+/// [`launch_after`] without a dependency on another queue.
+pub(crate) fn launch(
+    kernel: &Kernel,
+    global: usize,
+    local: usize,
+    event: &mut Event,
+) -> Result<(), OpenClError> {
+    launch_after(kernel, global, local, None, event)
+}
+
+/// Maps a whole staging buffer (made with `CL_MEM_ALLOC_HOST_PTR`: pinned host memory on
+/// discrete GPUs) for host reads and writes, for as long as the returned map lives.
+///
+/// Callers guarantee that the buffer is only ever a host staging area: it is never passed to a
+/// kernel or used as the destination of a device command while mapped, so host accesses through
+/// the map cannot race with the device.
+pub(crate) fn map_staging<T: OclPrm>(buffer: &Buffer<T>) -> Result<MemMap<T>, OpenClError> {
+    // SAFETY: see the doc comment: the mapped region is accessed only by the host, and the map
+    // (which unmaps on drop) keeps a reference to the buffer, so it cannot outlive it.
+    unsafe { buffer.map().read().write().enq() }.map_err(OpenClError::runtime("map staging buffer"))
+}
+
+/// Enqueues a non-blocking upload of `src` (a slice of a mapped staging buffer) into `dst` on
+/// `queue`; `event` completes when the copy is done.
+///
+/// Callers guarantee that `src` stays alive and unmodified until `event` has completed (the
+/// stream waits for it before refilling that staging slot) and that `src` fits in `dst`.
+pub(crate) fn upload_async(
+    dst: &Buffer<u8>,
+    src: &[u8],
+    queue: &Queue,
+    event: &mut Event,
+) -> Result<(), OpenClError> {
+    if src.len() > dst.len() {
+        return Err(OpenClError::Unsupported(format!(
+            "upload of {} bytes into a {}-byte buffer",
+            src.len(),
+            dst.len()
+        )));
+    }
+    // SAFETY: the length is checked above; the lifetime and no-modification rule is the
+    // caller's documented obligation (the staging map is owned next to the event and is only
+    // rewritten after waiting on it).
+    unsafe { dst.write(src).queue(queue).block(false).enew(event).enq() }
+        .map_err(OpenClError::runtime("upload frame"))
 }

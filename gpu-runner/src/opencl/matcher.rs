@@ -3,20 +3,23 @@
 //! The kernels (`kernels/match.cl`) compute, per query, the best and second-best distance keys
 //! and the best train index exactly as `surfcl_core::matcher` defines them (the `f32` squared
 //! distance in the core's 16-lane order, bit for bit; the Q7 distance in integers; ties to the
-//! lower index). With the mutual check, a second launch with the roles swapped gives the nearest
+//! lower index). The train set is split into chunks (one work-group per query tile and chunk,
+//! enough to fill the device) whose 2-NN a merge kernel combines in chunk order, which is
+//! exactly one sequential pass. With the mutual check, a second launch with the roles swapped gives the nearest
 //! query of every train. The few per-query decisions (ratio test, maximum distance, mutual) then
 //! run on the host with the core's formulas, so the matches are identical to the CPU's.
 
 use std::time::Instant;
 
 use ocl::flags::MemFlags;
+use ocl::prm::Float4;
 use ocl::{Buffer, Event, Kernel, OclPrm, Program};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
 use super::enqueue::launch;
-use super::pipeline::{Gpu, event_ms};
+use super::pipeline::{Gpu, stage_timings};
 use crate::backend::StageTiming;
 
 const MATCH_CL: &str = include_str!("../../kernels/match.cl");
@@ -65,12 +68,16 @@ pub struct GpuMatcher {
 /// Element types the kernels take, with their kernel names.
 trait Element: OclPrm {
     const KERNEL: &'static str;
+    /// Whether the kernel's local tile is `float4` (16 per descriptor) rather than `T` (64).
+    const VEC4_TILE: bool;
 }
 impl Element for f32 {
     const KERNEL: &'static str = "nn2_f32";
+    const VEC4_TILE: bool = true;
 }
 impl Element for i8 {
     const KERNEL: &'static str = "nn2_q7";
+    const VEC4_TILE: bool = false;
 }
 
 impl GpuMatcher {
@@ -129,8 +136,149 @@ impl GpuMatcher {
         Ok(())
     }
 
-    /// Runs the 2-NN kernels on flat descriptors (`64` per entry) and signs; returns the forward
-    /// result and, with `reverse`, the nearest query of each train.
+    /// Splits the train set into chunks so that (query groups x chunks) work-groups fill the
+    /// device: returns (chunks, chunk length, query groups). The chunk length is a multiple of
+    /// the tile (`local`) so that every tile but the last is full.
+    fn plan(&self, nq: usize, nt: usize, local: usize) -> (usize, usize, usize) {
+        let qgroups = nq.div_ceil(local).max(1);
+        let target = self.gpu.selected.info.compute_units.max(1) as usize * 8;
+        let max_chunks = nt.div_ceil(local).max(1);
+        let chunks = target.div_ceil(qgroups).clamp(1, max_chunks);
+        let chunk_len = nt.div_ceil(chunks).div_ceil(local).max(1) * local;
+        (nt.div_ceil(chunk_len).max(1), chunk_len, qgroups)
+    }
+
+    /// Words of scratch the chunked 2-NN of `nq x nt` needs besides its result.
+    fn partial_words(&self, nq: usize, nt: usize, local: usize) -> usize {
+        let (chunks, _, _) = self.plan(nq, nt, local);
+        if chunks > 1 { 3 * chunks * nq } else { 0 }
+    }
+
+    /// Enqueues the 2-NN of `na` entries of `a` against `nb` of `b`: the result (3 words per
+    /// query) at `out[base..]`, per-chunk partial results at `out[part_base..]` when the train
+    /// set is split (then merged by `nn2_merge`).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_nn2<T: Element>(
+        &self,
+        a: (&Buffer<T>, &Buffer<i8>, usize),
+        b: (&Buffer<T>, &Buffer<i8>, usize),
+        out: &Buffer<u32>,
+        base: usize,
+        part_base: usize,
+        local: usize,
+        name: &'static str,
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
+        let (na, nb) = (a.2, b.2);
+        if na == 0 {
+            return Ok(());
+        }
+        let (chunks, chunk_len, qgroups) = self.plan(na, nb, local);
+        let target = if chunks > 1 { part_base } else { base };
+        let mut builder = Kernel::builder();
+        builder
+            .program(&self.program)
+            .name(T::KERNEL)
+            .queue(self.gpu.queue.clone())
+            .arg(a.0)
+            .arg(a.1)
+            .arg(na as u32)
+            .arg(b.0)
+            .arg(b.1)
+            .arg(nb as u32)
+            .arg(out)
+            .arg(target as u32)
+            .arg(chunk_len as u32)
+            .arg(qgroups as u32);
+        if T::VEC4_TILE {
+            builder.arg_local::<Float4>(local * 16);
+        } else {
+            builder.arg_local::<T>(local * 64);
+        }
+        let k = builder
+            .arg_local::<i8>(local)
+            .build()
+            .map_err(OpenClError::runtime("build matcher kernel"))?;
+        let mut ev = Event::empty();
+        launch(&k, qgroups * chunks * local, local, &mut ev)?;
+        events.push((name, ev));
+        if chunks > 1 {
+            let m = Kernel::builder()
+                .program(&self.program)
+                .name("nn2_merge")
+                .queue(self.gpu.queue.clone())
+                .arg(out)
+                .arg(part_base as u32)
+                .arg(na as u32)
+                .arg(chunks as u32)
+                .arg(out)
+                .arg(base as u32)
+                .build()
+                .map_err(OpenClError::runtime("build matcher kernel"))?;
+            let mut ev = Event::empty();
+            launch(&m, na, 64, &mut ev)?;
+            events.push((name, ev));
+        }
+        Ok(())
+    }
+
+    /// Runs the 2-NN kernels on descriptors already on the device (`a` queries, `b` trains)
+    /// and reads back the forward result and, with `reverse`, the nearest query of each train.
+    #[allow(clippy::too_many_arguments)]
+    fn run_device<T: Element>(
+        &mut self,
+        a: (&Buffer<T>, &Buffer<i8>, usize),
+        b: (&Buffer<T>, &Buffer<i8>, usize),
+        reverse: bool,
+        local: usize,
+        mut events: Vec<(&'static str, Event)>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        let (nq, nt) = (a.2, b.2);
+        let words = 3 * (nq + if reverse { nt } else { 0 });
+        let part = self.partial_words(nq, nt, local).max(if reverse {
+            self.partial_words(nt, nq, local)
+        } else {
+            0
+        });
+        self.ensure_out((words + part).max(1))?;
+        let Some((out, _)) = self.out.as_ref() else {
+            return Err(OpenClError::Unsupported("no result buffer".into()));
+        };
+        self.enqueue_nn2(a, b, out, 0, words, local, "match_2nn", &mut events)?;
+        if reverse && nt > 0 {
+            self.enqueue_nn2(
+                b,
+                a,
+                out,
+                3 * nq,
+                words,
+                local,
+                "match_reverse",
+                &mut events,
+            )?;
+        }
+        let mut host = vec![0u32; words];
+        if words > 0 {
+            let mut ev = Event::empty();
+            out.read(&mut host)
+                .enew(&mut ev)
+                .enq()
+                .map_err(OpenClError::runtime("read back matches"))?;
+            events.push(("readback", ev));
+        }
+        timings.extend(stage_timings(&events)?);
+        let split = |words: &[u32]| NearestNeighbours {
+            best: words.chunks_exact(3).map(|c| c[0]).collect(),
+            k1: words.chunks_exact(3).map(|c| c[1]).collect(),
+            k2: words.chunks_exact(3).map(|c| c[2]).collect(),
+        };
+        let fwd = split(&host[..3 * nq]);
+        let rev = reverse.then(|| split(&host[3 * nq..]));
+        Ok((fwd, rev))
+    }
+
+    /// Uploads flat descriptors (`64` per entry) and signs, then runs [`Self::run_device`].
     #[allow(clippy::too_many_arguments)]
     fn run<T: Element>(
         &mut self,
@@ -141,12 +289,6 @@ impl GpuMatcher {
         local: usize,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        let (nq, nt) = (query.1.len(), train.1.len());
-        let words = 3 * (nq + if reverse { nt } else { 0 });
-        self.ensure_out(words.max(1))?;
-        let Some((out, _)) = self.out.as_ref() else {
-            return Err(OpenClError::Unsupported("no result buffer".into()));
-        };
         let mut events: Vec<(&'static str, Event)> = Vec::new();
         let up = |e: ocl::Error| OpenClError::runtime("upload descriptors")(e);
         for (side, (desc, sign)) in [(sides.0, query), (sides.1, train)] {
@@ -159,63 +301,69 @@ impl GpuMatcher {
                 events.push(("upload", ev));
             }
         }
-        let make = |a: &Side<T>, na: usize, b: &Side<T>, nb: usize, base: usize| {
-            Kernel::builder()
-                .program(&self.program)
-                .name(T::KERNEL)
-                .queue(self.gpu.queue.clone())
-                .arg(&a.desc)
-                .arg(&a.sign)
-                .arg(na as u32)
-                .arg(&b.desc)
-                .arg(&b.sign)
-                .arg(nb as u32)
-                .arg(out)
-                .arg(base as u32)
-                .arg_local::<T>(local * 64)
-                .arg_local::<i8>(local)
-                .build()
-                .map_err(OpenClError::runtime("build matcher kernel"))
-        };
-        if nq > 0 {
-            let k = make(sides.0, nq, sides.1, nt, 0)?;
-            let mut ev = Event::empty();
-            launch(&k, nq, local, &mut ev)?;
-            events.push(("match_2nn", ev));
+        self.run_device(
+            (&sides.0.desc, &sides.0.sign, query.1.len()),
+            (&sides.1.desc, &sides.1.sign, train.1.len()),
+            reverse,
+            local,
+            events,
+            timings,
+        )
+    }
+
+    /// Enqueues the copy of the descriptors and signs of the first `n` records of a SURF
+    /// result buffer into `dst` (device to device).
+    pub(crate) fn gather(
+        &self,
+        result: &Buffer<u32>,
+        n: usize,
+        sign_test: bool,
+        dst: (&Buffer<f32>, &Buffer<i8>),
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
+        if n == 0 {
+            return Ok(());
         }
-        if reverse && nt > 0 {
-            let k = make(sides.1, nt, sides.0, nq, 3 * nq)?;
-            let mut ev = Event::empty();
-            launch(&k, nt, local, &mut ev)?;
-            events.push(("match_reverse", ev));
+        if dst.1.len() < n || dst.0.len() < 64 * n {
+            return Err(OpenClError::Unsupported(format!(
+                "{n} descriptors for a {}-entry buffer",
+                dst.1.len()
+            )));
         }
-        let mut host = vec![0u32; words];
-        if words > 0 {
-            let mut ev = Event::empty();
-            out.read(&mut host)
-                .enew(&mut ev)
-                .enq()
-                .map_err(OpenClError::runtime("read back matches"))?;
-            events.push(("readback", ev));
-        }
-        for (name, ev) in &events {
-            let ms = event_ms(ev)?;
-            match timings.last_mut() {
-                Some(t) if t.name == *name => t.ms += ms,
-                _ => timings.push(StageTiming {
-                    name: (*name).to_string(),
-                    ms,
-                }),
-            }
-        }
-        let split = |words: &[u32]| NearestNeighbours {
-            best: words.chunks_exact(3).map(|c| c[0]).collect(),
-            k1: words.chunks_exact(3).map(|c| c[1]).collect(),
-            k2: words.chunks_exact(3).map(|c| c[2]).collect(),
-        };
-        let fwd = split(&host[..3 * nq]);
-        let rev = reverse.then(|| split(&host[3 * nq..]));
-        Ok((fwd, rev))
+        let k = Kernel::builder()
+            .program(&self.program)
+            .name("gather_records")
+            .queue(self.gpu.queue.clone())
+            .arg(result)
+            .arg(n as u32)
+            .arg(i32::from(sign_test))
+            .arg(dst.0)
+            .arg(dst.1)
+            .build()
+            .map_err(OpenClError::runtime("build gather kernel"))?;
+        let mut ev = Event::empty();
+        launch(&k, 64 * n, 256, &mut ev)?;
+        events.push(("gather", ev));
+        Ok(())
+    }
+
+    /// Matches `f32` descriptors already on the device (`query` and `train`: descriptors,
+    /// signs, count) with the semantics of `surfcl_core::matcher::match_f32`.
+    pub(crate) fn match_device_f32(
+        &mut self,
+        query: (&Buffer<f32>, &Buffer<i8>, usize),
+        train: (&Buffer<f32>, &Buffer<i8>, usize),
+        config: &MatchConfig,
+        events: Vec<(&'static str, Event)>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<Vec<Match>, OpenClError> {
+        config
+            .validate()
+            .map_err(|e| OpenClError::Unsupported(format!("matcher configuration: {e}")))?;
+        let local = self.local_f32;
+        let (fwd, rev) =
+            self.run_device(query, train, config.cross_check, local, events, timings)?;
+        Ok(decide(&fwd, rev.as_ref(), config, Metric::F32))
     }
 
     /// The raw 2-NN of `f32` descriptors (signs: 0 = compatible with anything), with the

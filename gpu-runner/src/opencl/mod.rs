@@ -1,5 +1,6 @@
 //! The OpenCL backend: device selection, the per-frame SURF [`Pipeline`], the fused 2-NN
-//! [`GpuMatcher`] and [`OpenClBackend`], which puts them behind [`Backend`].
+//! [`GpuMatcher`], the frame-to-frame [`StreamPipeline`] and [`OpenClBackend`], which puts the
+//! first two behind [`Backend`].
 //!
 //! Kernels live in `kernels/*.cl` (OpenCL C 1.2, `FP_CONTRACT OFF`) and reproduce the
 //! definitions of `docs/ARCHITECTURE.md`: integer results byte for byte, `f32` responses bit for
@@ -20,10 +21,12 @@ mod enqueue;
 pub mod harris;
 mod matcher;
 mod pipeline;
+mod stream;
 
 pub use backend::OpenClBackend;
 pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
 pub use pipeline::{DetectOutput, Pipeline, PipelineConfig};
+pub use stream::{StreamFrame, StreamPipeline};
 
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};
 use ocl::flags::DeviceType;

@@ -17,20 +17,23 @@
 //!    (count of smaller 64-bit keys); the strongest `max_keypoints` land at their rank, sorted;
 //! 5. `orientation` (unless upright) and `descriptor`: one work-group per keypoint.
 //!
-//! The candidate buffer holds `sum over octaves of ceil(gw/2) * ceil(gh/2)` entries: two strict
+//! Candidates per frame are at most `sum over octaves of ceil(gw/2) * ceil(gh/2)`: two strict
 //! 3x3x3 maxima of one octave can never be neighbours (each would have to exceed the other), so
-//! their grid positions are pairwise at least 2 apart and no frame can produce more. The result is
-//! therefore independent of the order in which work-items append.
+//! their grid positions are pairwise at least 2 apart. The candidate buffer starts smaller (4 per
+//! kept keypoint, at least 4096) so that memory follows the keypoint capacity; a frame that finds
+//! more is detected by the counter (which counts every append, also those that did not fit),
+//! the buffer grows up to that bound and the frame's kernels run again. The result is therefore
+//! complete and independent of the order in which work-items append.
 
 use std::time::Instant;
 
 use ocl::enums::{KernelWorkGroupInfo, KernelWorkGroupInfoResult, ProfilingInfo};
 use ocl::flags::{CommandQueueProperties, MemFlags};
-use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
+use ocl::{Buffer, Context, Event, Kernel, MemMap, OclPrm, Program, Queue};
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, response_norm};
 use surfcl_core::{DESCRIPTOR_LEN, Descriptor, GrayImage, Keypoint};
 
-use super::enqueue::launch;
+use super::enqueue::{launch_after, map_staging};
 use super::{OpenClError, Selected};
 use crate::backend::StageTiming;
 
@@ -251,9 +254,11 @@ pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
 
 /// Local work sizes chosen per kernel.
 #[derive(Debug, Clone, Copy)]
-struct LocalSizes {
+pub(crate) struct LocalSizes {
     rows: usize,
     cols: usize,
+    /// Columns per work-group of the column pass (the rest of the group splits the rows).
+    col_width: usize,
     hessian: usize,
     nms: usize,
     select: usize,
@@ -267,6 +272,8 @@ pub struct Pipeline {
     gpu: Gpu,
     config: PipelineConfig,
     cand_capacity: usize,
+    cand: Buffer<u32>,
+    keys: Buffer<u64>,
     groups: usize,
     local: LocalSizes,
     image: Buffer<u8>,
@@ -274,6 +281,11 @@ pub struct Pipeline {
     responses: Option<Buffer<f32>>,
     packed: Option<Buffer<u32>>,
     result: Buffer<u32>,
+    /// Pinned staging for uploads (`CL_MEM_ALLOC_HOST_PTR`, mapped once for the pipeline's
+    /// life): the copy into it is a plain memcpy and the transfer runs at DMA speed.
+    stage_in: MemMap<u8>,
+    /// Pinned staging for the result readback.
+    stage_out: MemMap<u32>,
     k_rows: Kernel,
     k_cols: Kernel,
     k_hessian: Kernel,
@@ -281,9 +293,8 @@ pub struct Pipeline {
     k_select: Kernel,
     k_orientation: Kernel,
     k_descriptor: Kernel,
-    host: Vec<u32>,
     read_hint: usize,
-    device_bytes: u64,
+    memory: Vec<(&'static str, u64)>,
     last_size: (usize, usize),
 }
 
@@ -301,8 +312,8 @@ impl Pipeline {
         surf_core_check(&config).map_err(OpenClError::Unsupported)?;
         let packed_mode = surf.precision == Precision::Packed8;
         let grids = Grids::new(config.max_width, config.max_height, &surf);
-        let cand_capacity = grids.max_candidates().max(1);
         let n = config.max_keypoints;
+        let cand_capacity = initial_candidate_capacity(&grids, n);
         let rw = MemFlags::new().read_write();
         let ro = MemFlags::new().read_only();
         let image = gpu.buffer::<u8>("image", config.max_width * config.max_height, ro)?;
@@ -361,20 +372,63 @@ impl Pipeline {
         let step0 = i32::from(surf.init_sample_step);
         let cap = cand_capacity as u32;
         let nk = n as u32;
-        let k_rows = build("integral_rows")
-            .arg(&image)
-            .arg(&integral)
-            .arg(w0)
-            .arg(h0)
-            .arg(&result)
-            .build()
-            .map_err(err("kernel integral_rows"))?;
-        let k_cols = build("integral_cols")
-            .arg(&integral)
-            .arg(w0)
-            .arg(h0)
-            .build()
-            .map_err(err("kernel integral_cols"))?;
+        let defaults = config.local_size.is_none();
+        let wanted = config.local_size.unwrap_or(64).max(1);
+        let local_mem = gpu.selected.info.local_mem_bytes;
+        // The scans keep 2 (rows) or 1 (columns) words per work-item in local memory: a kernel
+        // whose work-group size the device or the kernel lowers is rebuilt with the smaller
+        // local buffer.
+        let fit_local = |want: usize, words: usize| {
+            if local_mem > 0 {
+                want.min((local_mem as usize / 2) / (4 * words)).max(1)
+            } else {
+                want
+            }
+        };
+        let build_rows = |lsz: usize| {
+            build("integral_rows")
+                .arg(&image)
+                .arg(&integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(&result)
+                .arg_local::<u32>(2 * lsz)
+                .build()
+                .map_err(err("kernel integral_rows"))
+        };
+        let build_cols = |lsz: usize, cw: usize| {
+            build("integral_cols")
+                .arg(&integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(cw as i32)
+                .arg_local::<u32>(lsz)
+                .build()
+                .map_err(err("kernel integral_cols"))
+        };
+        let rows_want = fit_local(if defaults { 256 } else { wanted }, 2);
+        let mut k_rows = build_rows(rows_want)?;
+        let rows_size = gpu.local_size(&k_rows, rows_want);
+        if rows_size != rows_want {
+            k_rows = build_rows(rows_size)?;
+        }
+        let cols_want = fit_local(if defaults { 512 } else { wanted }, 1);
+        // Columns per group: 32 (128-byte rows) unless that leaves compute units idle; never
+        // below 8 (one 32-byte sector).
+        let cus = gpu.selected.info.compute_units.max(1) as usize;
+        let col_width_for = |lsz: usize| {
+            let mut cw = 32usize.min(lsz);
+            while cw > 8 && config.max_width.div_ceil(cw) < cus {
+                cw /= 2;
+            }
+            cw.min(lsz).max(1)
+        };
+        let mut k_cols = build_cols(cols_want, col_width_for(cols_want))?;
+        let cols_size = gpu.local_size(&k_cols, cols_want);
+        if cols_size != cols_want {
+            k_cols = build_cols(cols_size, col_width_for(cols_size))?;
+        }
+        let col_width = col_width_for(cols_size);
         let (k_hessian, k_nms) = match (&responses, &packed) {
             (Some(resp), _) => (
                 build("hessian_f32")
@@ -434,8 +488,6 @@ impl Pipeline {
                 return Err(OpenClError::Unsupported("no response buffer".into()));
             }
         };
-        let wanted = config.local_size.unwrap_or(64).max(1);
-        let local_mem = gpu.selected.info.local_mem_bytes;
         // The select kernel keeps one tile of 64-bit keys in local memory.
         let select_local = if local_mem > 0 {
             wanted.min((local_mem as usize / 2) / 8).max(1)
@@ -488,37 +540,65 @@ impl Pipeline {
                 "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
             )));
         }
+        // Per-keypoint kernels: 128 work-items (109 orientation samples, 1296 descriptor samples
+        // in ~10 steps) unless the caller fixed a size.
+        let per_kp = if defaults { 128 } else { wanted };
         let local = LocalSizes {
-            rows: gpu.local_size(&k_rows, wanted),
-            cols: gpu.local_size(&k_cols, wanted),
-            hessian: gpu.local_size(&k_hessian, wanted),
-            nms: gpu.local_size(&k_nms, wanted),
+            rows: rows_size,
+            cols: cols_size,
+            col_width,
+            hessian: gpu.local_size(&k_hessian, if defaults { 128 } else { wanted }),
+            nms: gpu.local_size(&k_nms, if defaults { 128 } else { wanted }),
             select: select_size,
-            orientation: gpu.local_size(&k_orientation, wanted),
-            descriptor: gpu.local_size(&k_descriptor, wanted),
+            orientation: gpu.local_size(&k_orientation, per_kp),
+            descriptor: gpu.local_size(&k_descriptor, per_kp),
         };
-        // Groups of the per-keypoint kernels loop over keypoints: enough groups to fill the
-        // device, never more than keypoints.
-        let groups = (gpu.selected.info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
-        let device_bytes = [
+        // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
+        // (groups past the frame's count leave at once), at most 32 per compute unit.
+        let groups = (cus * 32).clamp(1, n.max(1));
+        let memory = vec![
+            ("image (u8)", (config.max_width * config.max_height) as u64),
+            (
+                "integral image (u32)",
+                4 * ((config.max_width + 1) * (config.max_height + 1)) as u64,
+            ),
+            (
+                if packed_mode {
+                    "responses (packed u8 x4)"
+                } else {
+                    "responses (f32 x4)"
+                },
+                4 * if packed_mode {
+                    grids.total as u64
+                } else {
+                    4 * grids.total as u64
+                },
+            ),
+            ("tables", (4 * 24 + 4 * 128 + 4 * ori_host.len()) as u64),
+            (
+                "candidates + keys",
+                (4 * KP_WORDS * cand_capacity + 8 * cand_capacity) as u64,
+            ),
+            ("keypoints + descriptors", 4 * result_len as u64),
+        ];
+        let stage_in_buf = gpu.buffer::<u8>(
+            "pinned upload staging",
             config.max_width * config.max_height,
-            4 * (config.max_width + 1) * (config.max_height + 1),
-            4 * if packed_mode {
-                grids.total
-            } else {
-                4 * grids.total
-            },
-            4 * 24 + 4 * 128 + 4 * ori_host.len(),
-            4 * cand_capacity * KP_WORDS + 8 * cand_capacity,
-            4 * result_len,
-        ]
-        .iter()
-        .map(|&b| b as u64)
-        .sum();
+            MemFlags::new().alloc_host_ptr().read_write(),
+        )?;
+        let stage_out_buf = gpu.buffer::<u32>(
+            "pinned readback staging",
+            result_len,
+            MemFlags::new().alloc_host_ptr().read_write(),
+        )?;
+        let stage_in = map_staging(&stage_in_buf)?;
+        let stage_out = map_staging(&stage_out_buf)?;
         Ok(Self {
             gpu,
             config,
             cand_capacity,
+            cand,
+            keys,
             groups,
             local,
             image,
@@ -533,16 +613,23 @@ impl Pipeline {
             k_select,
             k_orientation,
             k_descriptor,
-            host: vec![0u32; result_len],
+            stage_in,
+            stage_out,
             read_hint: 256,
-            device_bytes,
+            memory,
             last_size: (0, 0),
         })
     }
 
-    /// Device memory held by the pipeline's buffers, bytes.
+    /// Device memory held by the pipeline's buffers, bytes (the pinned host staging buffers
+    /// are not counted: they live in host memory).
     pub fn device_bytes(&self) -> u64 {
-        self.device_bytes
+        self.memory.iter().map(|(_, b)| b).sum()
+    }
+
+    /// Device memory per buffer: (what, bytes).
+    pub fn device_memory(&self) -> Vec<(&'static str, u64)> {
+        self.memory.clone()
     }
 
     /// What the pipeline was made for.
@@ -550,7 +637,8 @@ impl Pipeline {
         &self.config
     }
 
-    /// Size of the candidate buffer (the proven upper bound of candidates per frame).
+    /// Size of the candidate buffer: sized from `max_keypoints` at creation and grown (up to
+    /// the proven bound of the module docs) when a frame finds more.
     pub fn candidate_capacity(&self) -> usize {
         self.cand_capacity
     }
@@ -581,9 +669,8 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Detects and describes the keypoints of one frame.
-    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
-        let (w, h) = (image.width(), image.height());
+    /// Checks a frame against the pipeline's maximum size.
+    pub(crate) fn check_size(&self, w: usize, h: usize) -> Result<(), OpenClError> {
         if w > self.config.max_width || h > self.config.max_height {
             return Err(OpenClError::ImageTooLarge {
                 width: w,
@@ -592,43 +679,114 @@ impl Pipeline {
                 max_height: self.config.max_height,
             });
         }
-        let t0 = Instant::now();
+        Ok(())
+    }
+
+    /// Grows the candidate buffers so that `found` candidates fit (never beyond the proven
+    /// bound for the maximum frame) and points the kernels at the new buffers.
+    fn grow_candidates(&mut self, found: usize) -> Result<(), OpenClError> {
+        let bound = Grids::new(
+            self.config.max_width,
+            self.config.max_height,
+            &self.config.surf,
+        )
+        .max_candidates()
+        .max(1);
+        let cap = (found + found / 4).max(2 * self.cand_capacity).min(bound);
+        if cap <= self.cand_capacity {
+            return Err(OpenClError::CandidateOverflow {
+                found,
+                capacity: self.cand_capacity,
+            });
+        }
+        let rw = MemFlags::new().read_write();
+        let cand = self.gpu.buffer::<u32>("candidates", cap * KP_WORDS, rw)?;
+        let keys = self.gpu.buffer::<u64>("candidate keys", cap, rw)?;
+        let nms_at = if self.config.surf.precision == Precision::Packed8 {
+            8
+        } else {
+            7
+        };
+        let c = cap as u32;
+        let set = |k: &Kernel, at: usize| {
+            k.set_arg(at, &cand)
+                .and_then(|_| k.set_arg(at + 1, &keys))
+                .and_then(|_| k.set_arg(at + 2, c))
+        };
+        set(&self.k_nms, nms_at)
+            .and_then(|_| set(&self.k_select, 0))
+            .and_then(|_| self.k_orientation.set_arg(3, c))
+            .and_then(|_| self.k_descriptor.set_arg(3, c))
+            .map_err(OpenClError::runtime("set kernel arguments"))?;
+        self.cand = cand;
+        self.keys = keys;
+        self.cand_capacity = cap;
+        for m in &mut self.memory {
+            if m.0 == "candidates + keys" {
+                m.1 = (4 * KP_WORDS * cap + 8 * cap) as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `image` into the pinned staging buffer (the caller checked the size).
+    pub(crate) fn stage(&mut self, image: &GrayImage<'_>) {
+        let n = image.pixels().len();
+        self.stage_in[..n].copy_from_slice(image.pixels());
+    }
+
+    /// Enqueues the kernels of one `w x h` frame whose pixels are in `input` (the pipeline's
+    /// own image buffer when `None`); with `wait`, the first kernel waits for that event.
+    pub(crate) fn enqueue_kernels(
+        &mut self,
+        input: Option<&Buffer<u8>>,
+        w: usize,
+        h: usize,
+        wait: Option<&Event>,
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
         let surf = self.config.surf;
         let grids = Grids::new(w, h, &surf);
         self.set_frame_args(w as i32, h as i32)?;
-        let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
-        let mut ev = Event::empty();
-        self.image
-            .write(image.pixels())
-            .enew(&mut ev)
-            .enq()
-            .map_err(OpenClError::runtime("upload image"))?;
-        events.push(("upload", ev));
-        let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
+        self.k_rows
+            .set_arg(0, input.unwrap_or(&self.image))
+            .map_err(OpenClError::runtime("set kernel arguments"))?;
+        let mut run = |name: &'static str,
+                       kernel: &Kernel,
+                       global: usize,
+                       local: usize,
+                       wait: Option<&Event>| {
             let mut ev = Event::empty();
-            launch(kernel, global, local, &mut ev)?;
+            launch_after(kernel, global, local, wait, &mut ev)?;
             events.push((name, ev));
             Ok::<(), OpenClError>(())
         };
         let l = self.local;
-        run("integral_rows", &self.k_rows, h, l.rows)?;
-        run("integral_cols", &self.k_cols, w, l.cols)?;
+        run("integral_rows", &self.k_rows, h * l.rows, l.rows, wait)?;
+        run(
+            "integral_cols",
+            &self.k_cols,
+            w.div_ceil(l.col_width) * l.cols,
+            l.cols,
+            None,
+        )?;
         if grids.total > 0 {
             let (hn, nn) = if surf.precision == Precision::Packed8 {
                 ("hessian_packed", "nms_packed")
             } else {
                 ("hessian_f32", "nms_f32")
             };
-            run(hn, &self.k_hessian, grids.total, l.hessian)?;
-            run(nn, &self.k_nms, 2 * grids.total, l.nms)?;
+            run(hn, &self.k_hessian, grids.total, l.hessian, None)?;
+            run(nn, &self.k_nms, 2 * grids.total, l.nms, None)?;
             let cand_bound = grids.max_candidates().min(self.cand_capacity);
-            run("select", &self.k_select, cand_bound, l.select)?;
+            run("select", &self.k_select, cand_bound, l.select, None)?;
             if !surf.upright {
                 run(
                     "orientation",
                     &self.k_orientation,
                     self.groups * l.orientation,
                     l.orientation,
+                    None,
                 )?;
             }
             run(
@@ -636,8 +794,19 @@ impl Pipeline {
                 &self.k_descriptor,
                 self.groups * l.descriptor,
                 l.descriptor,
+                None,
             )?;
         }
+        Ok(())
+    }
+
+    /// Reads back the header and the kept records (blocking) into the pinned staging buffer;
+    /// returns the candidates found, or `None` when they did not fit the candidate buffer
+    /// (which is then grown: the caller re-enqueues the kernels).
+    pub(crate) fn read_results(
+        &mut self,
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<Option<usize>, OpenClError> {
         // One readback of the header and as many records as the last frame had (plus margin);
         // a second read only when this frame has more.
         let n_max = self.config.max_keypoints;
@@ -645,25 +814,23 @@ impl Pipeline {
         let first = HEADER_WORDS + guess * RECORD_WORDS;
         let mut ev = Event::empty();
         self.result
-            .read(&mut self.host[..first])
+            .read(&mut self.stage_out[..first])
             .enew(&mut ev)
             .enq()
             .map_err(OpenClError::runtime("read back results"))?;
         events.push(("readback", ev));
-        let found = self.host[0] as usize;
-        let overflow = self.host[1] as usize;
+        let found = self.stage_out[0] as usize;
+        let overflow = self.stage_out[1] as usize;
         if overflow > 0 || found > self.cand_capacity {
-            return Err(OpenClError::CandidateOverflow {
-                found,
-                capacity: self.cand_capacity,
-            });
+            self.grow_candidates(found)?;
+            return Ok(None);
         }
         let kept = found.min(n_max);
         if kept > guess {
             let mut ev = Event::empty();
             let end = HEADER_WORDS + kept * RECORD_WORDS;
             self.result
-                .read(&mut self.host[first..end])
+                .read(&mut self.stage_out[first..end])
                 .offset(first)
                 .enew(&mut ev)
                 .enq()
@@ -671,13 +838,35 @@ impl Pipeline {
             events.push(("readback", ev));
         }
         self.read_hint = (kept + kept / 4 + 64).min(n_max);
-        self.last_size = (w, h);
-        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok(Some(found))
+    }
 
+    /// The device buffer of the last frame's results (header, then kept records).
+    pub(crate) fn result_buffer(&self) -> &Buffer<u32> {
+        &self.result
+    }
+
+    /// The queue every kernel of the pipeline runs on.
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.gpu.queue
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Builds the frame's output from the staged readback.
+    pub(crate) fn output(
+        &self,
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
+        let kept = found.min(self.config.max_keypoints);
         let mut keypoints = Vec::with_capacity(kept);
         let mut descriptors = Vec::with_capacity(kept);
         for r in 0..kept {
-            let rec = &self.host[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
+            let rec = &self.stage_out[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
             let meta = rec[5];
             keypoints.push(Keypoint {
                 x: f32::from_bits(rec[0]),
@@ -697,25 +886,44 @@ impl Pipeline {
             }
             descriptors.push(d);
         }
-        let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
-        for (name, ev) in &events {
-            let ms = event_ms(ev)?;
-            match timings.last_mut() {
-                Some(t) if t.name == *name => t.ms += ms,
-                _ => timings.push(StageTiming {
-                    name: (*name).to_string(),
-                    ms,
-                }),
-            }
-        }
         Ok(DetectOutput {
             keypoints,
             descriptors,
             candidates: found,
             dropped: found - kept,
-            timings,
+            timings: stage_timings(events)?,
             wall_ms,
         })
+    }
+
+    /// Detects and describes the keypoints of one frame.
+    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
+        let (w, h) = (image.width(), image.height());
+        self.check_size(w, h)?;
+        let t0 = Instant::now();
+        let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(12);
+        self.stage(image);
+        let mut ev = Event::empty();
+        self.image
+            .write(&self.stage_in[..w * h])
+            .enew(&mut ev)
+            .enq()
+            .map_err(OpenClError::runtime("upload image"))?;
+        events.push(("upload", ev));
+        let found = loop {
+            self.enqueue_kernels(None, w, h, None, &mut events)?;
+            if let Some(found) = self.read_results(&mut events)? {
+                break found;
+            }
+        };
+        self.last_size = (w, h);
+        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        self.output(found, &events, wall_ms)
+    }
+
+    /// Records the size of the last frame (for the debugging readbacks).
+    pub(crate) fn set_last_size(&mut self, w: usize, h: usize) {
+        self.last_size = (w, h);
     }
 
     /// The integral image of the last frame (an extra readback; for tests and debugging).
@@ -779,6 +987,35 @@ impl Pipeline {
         }
         Ok(out)
     }
+}
+
+/// Sums profiling times per stage, merging consecutive events of one stage.
+pub(crate) fn stage_timings(
+    events: &[(&'static str, Event)],
+) -> Result<Vec<StageTiming>, OpenClError> {
+    let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
+    for (name, ev) in events {
+        let ms = event_ms(ev)?;
+        match timings.last_mut() {
+            Some(t) if t.name == *name => t.ms += ms,
+            _ => timings.push(StageTiming {
+                name: (*name).to_string(),
+                ms,
+            }),
+        }
+    }
+    Ok(timings)
+}
+
+/// The candidate buffer's first size: 4 per kept keypoint, at least 4096, at most the proven
+/// bound (module docs). A frame with more candidates grows it (and runs again), so the result
+/// never depends on this choice; it only keeps the usual frame's memory proportional to the
+/// keypoint capacity instead of the image area.
+fn initial_candidate_capacity(grids: &Grids, max_keypoints: usize) -> usize {
+    (4 * max_keypoints)
+        .max(4096)
+        .min(grids.max_candidates())
+        .max(1)
 }
 
 /// Checks what the kernels rely on; returns a message on failure.
