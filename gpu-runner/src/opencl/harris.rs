@@ -106,12 +106,106 @@ pub struct HarrisFrameStats {
     pub threshold: f32,
 }
 
-/// surf.cl's kernels that describe the corners: the integral image and the descriptor.
+/// surf.cl's kernels that describe the corners: the integral image and the descriptor, with
+/// their work-group sizes (set up as `Pipeline` sets them up for the same kernels).
 #[derive(Debug)]
 struct SurfKernels {
     rows: Kernel,
     cols: Kernel,
     descriptor: Kernel,
+    rows_local: usize,
+    cols_local: usize,
+    col_width: usize,
+    descriptor_local: usize,
+}
+
+impl SurfKernels {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        gpu: &Gpu,
+        program: &Program,
+        q: &Queue,
+        image: &Buffer<u8>,
+        integral: &Buffer<u32>,
+        result: &Buffer<u32>,
+        max_width: usize,
+        max_height: usize,
+        capacity: u32,
+        max_keypoints: u32,
+    ) -> Result<Self, OpenClError> {
+        let err = |what: &'static str| OpenClError::runtime(what);
+        let (w0, h0) = (max_width as i32, max_height as i32);
+        let local_mem = gpu.selected.info.local_mem_bytes;
+        // The scans keep 2 (rows) or 1 (columns) words per work-item in local memory.
+        let fit_local = |want: usize, words: usize| {
+            if local_mem > 0 {
+                want.min((local_mem as usize / 2) / (4 * words)).max(1)
+            } else {
+                want
+            }
+        };
+        let build_rows = |lsz: usize| {
+            kernel_builder(program, q, "integral_rows")
+                .arg(image)
+                .arg(integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(result)
+                .arg_local::<u32>(2 * lsz)
+                .build()
+                .map_err(err("kernel integral_rows"))
+        };
+        let build_cols = |lsz: usize, cw: usize| {
+            kernel_builder(program, q, "integral_cols")
+                .arg(integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(cw as i32)
+                .arg_local::<u32>(lsz)
+                .build()
+                .map_err(err("kernel integral_cols"))
+        };
+        let rows_want = fit_local(256, 2);
+        let mut rows = build_rows(rows_want)?;
+        let rows_local = gpu.local_size(&rows, rows_want);
+        if rows_local != rows_want {
+            rows = build_rows(rows_local)?;
+        }
+        let cols_want = fit_local(512, 1);
+        // Columns per group: 32 (128-byte rows) unless that leaves compute units idle.
+        let cus = gpu.selected.info.compute_units.max(1) as usize;
+        let col_width_for = |lsz: usize| {
+            let mut cw = 32usize.min(lsz);
+            while cw > 8 && max_width.div_ceil(cw) < cus {
+                cw /= 2;
+            }
+            cw.min(lsz).max(1)
+        };
+        let mut cols = build_cols(cols_want, col_width_for(cols_want))?;
+        let cols_local = gpu.local_size(&cols, cols_want);
+        if cols_local != cols_want {
+            cols = build_cols(cols_local, col_width_for(cols_local))?;
+        }
+        let descriptor = kernel_builder(program, q, "descriptor")
+            .arg(integral)
+            .arg(w0)
+            .arg(h0)
+            .arg(capacity)
+            .arg(max_keypoints)
+            .arg(1i32)
+            .arg(result)
+            .build()
+            .map_err(err("kernel descriptor"))?;
+        Ok(Self {
+            descriptor_local: gpu.local_size(&descriptor, 64),
+            rows,
+            cols,
+            descriptor,
+            rows_local,
+            cols_local,
+            col_width: col_width_for(cols_local),
+        })
+    }
 }
 
 /// The Harris pipeline for one device, frame size limit, configuration and capacity.
@@ -122,7 +216,6 @@ pub struct HarrisPipeline {
     cand_capacity: usize,
     tile_h: usize,
     select_local: usize,
-    descriptor_local: usize,
     groups: usize,
     image: Buffer<u8>,
     response: Buffer<f32>,
@@ -354,37 +447,11 @@ impl HarrisPipeline {
         }
         // surf.cl's kernels, in this pipeline's own program object with its own buffers.
         let surf = match &surf_program {
-            Some(sp) => Some(SurfKernels {
-                rows: kernel_builder(sp, &q, "integral_rows")
-                    .arg(&image)
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(&result)
-                    .build()
-                    .map_err(err("kernel integral_rows"))?,
-                cols: kernel_builder(sp, &q, "integral_cols")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .build()
-                    .map_err(err("kernel integral_cols"))?,
-                descriptor: kernel_builder(sp, &q, "descriptor")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(cap)
-                    .arg(nk)
-                    .arg(1i32)
-                    .arg(&result)
-                    .build()
-                    .map_err(err("kernel descriptor"))?,
-            }),
+            Some(sp) => Some(SurfKernels::new(
+                &gpu, sp, &q, &image, &integral, &result, mw, mh, cap, nk,
+            )?),
             None => None,
         };
-        let descriptor_local = surf
-            .as_ref()
-            .map_or(1, |k| gpu.local_size(&k.descriptor, 64));
         let groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
         let device_bytes = [
             pixels,
@@ -402,7 +469,6 @@ impl HarrisPipeline {
             cand_capacity,
             tile_h,
             select_local,
-            descriptor_local,
             groups,
             image,
             response,
@@ -504,8 +570,13 @@ impl HarrisPipeline {
         if let Some(s) = &self.surf {
             // integral_rows also clears the result header; harris_gradients clears it again, so
             // the Harris kernels do not depend on it.
-            run("integral_rows", &s.rows, h, 64)?;
-            run("integral_cols", &s.cols, w, 64)?;
+            run("integral_rows", &s.rows, h * s.rows_local, s.rows_local)?;
+            run(
+                "integral_cols",
+                &s.cols,
+                w.div_ceil(s.col_width) * s.cols_local,
+                s.cols_local,
+            )?;
         }
         run("harris_gradients", &self.k_gradients, tiles * tile, tile)?;
         run("harris_response", &self.k_response, tiles * tile, tile)?;
@@ -516,8 +587,8 @@ impl HarrisPipeline {
             run(
                 "descriptor",
                 &s.descriptor,
-                self.groups * self.descriptor_local,
-                self.descriptor_local,
+                self.groups * s.descriptor_local,
+                s.descriptor_local,
             )?;
         }
         let n_max = self.config.max_keypoints;
