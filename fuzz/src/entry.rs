@@ -117,7 +117,11 @@ pub fn surf_detect(data: &[u8]) {
     let raw_len = r.bool();
     let rest = r.rest();
     // Either an exact buffer, or the raw bytes (a length mismatch must be an error).
-    let pixels = if raw_len { rest.to_vec() } else { fill(rest, w, h) };
+    let pixels = if raw_len {
+        rest.to_vec()
+    } else {
+        fill(rest, w, h)
+    };
     let Ok(image) = GrayImage::new(&pixels, w, h) else {
         assert!(raw_len || w == 0 || h == 0);
         return;
@@ -128,7 +132,10 @@ pub fn surf_detect(data: &[u8]) {
 
     let mut found: Vec<Vec<Keypoint>> = Vec::new();
     for precision in [Precision::F32, Precision::Packed8] {
-        let config = SurfConfig { precision, ..config };
+        let config = SurfConfig {
+            precision,
+            ..config
+        };
         let need = match surf::scratch_len(&config, w, h) {
             Ok(n) => n,
             Err(_) => {
@@ -156,7 +163,11 @@ pub fn surf_detect(data: &[u8]) {
         assert!(kps.windows(2).all(|p| p[0].rank_cmp(&p[1]).is_le()));
         for k in kps {
             assert!(k.x.is_finite() && k.y.is_finite() && k.scale > 0.0, "{k:?}");
-            assert!(k.response >= config.threshold, "{k:?} below {}", config.threshold);
+            assert!(
+                k.response >= config.threshold,
+                "{k:?} below {}",
+                config.threshold
+            );
             assert!(k.laplacian == 1 || k.laplacian == -1);
         }
         let mut kps = kps.to_vec();
@@ -211,7 +222,10 @@ pub fn harris_detect(data: &[u8]) {
             assert_eq!(stats.kept, kps.len());
             for p in kps {
                 assert!(p.x >= -0.5 && p.y >= -0.5, "{p:?}");
-                assert!(p.x <= w as f32 - 0.5 && p.y <= h as f32 - 0.5, "{p:?} in {w}x{h}");
+                assert!(
+                    p.x <= w as f32 - 0.5 && p.y <= h as f32 - 0.5,
+                    "{p:?} in {w}x{h}"
+                );
                 assert!(p.response.is_finite() && p.response > 0.0, "{p:?}");
             }
         }
@@ -239,7 +253,11 @@ pub fn packed_responses(data: &[u8]) {
     let words: Vec<u32> = r
         .rest()
         .chunks(4)
-        .map(|c| c.iter().rev().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)))
+        .map(|c| {
+            c.iter()
+                .rev()
+                .fold(0u32, |acc, &b| (acc << 8) | u32::from(b))
+        })
         .collect();
     let Ok(view) = PackedResponses::new_checked(&words, grid_w, grid_h) else {
         assert!(grid_w.checked_mul(grid_h).is_none_or(|n| n > words.len()));
@@ -317,9 +335,15 @@ fn side(r: &mut Reader<'_>, n: usize, raw_floats: bool) -> Side {
 
 fn check_matches(matches: &[Match], n_query: usize, n_train: usize) {
     for m in matches {
-        assert!((m.query as usize) < n_query && (m.train as usize) < n_train, "{m:?}");
+        assert!(
+            (m.query as usize) < n_query && (m.train as usize) < n_train,
+            "{m:?}"
+        );
     }
-    assert!(matches.windows(2).all(|p| p[0].query < p[1].query), "one match per query, in order");
+    assert!(
+        matches.windows(2).all(|p| p[0].query < p[1].query),
+        "one match per query, in order"
+    );
 }
 
 /// The matcher (f32 incl. NaN/inf, Q7 incl. -128) on arbitrary descriptors and configs, and the
@@ -357,7 +381,11 @@ pub fn matcher(data: &[u8]) {
         &query.kps, &query.f32, &train.kps, &train.f32, &config, &mut best, &mut out,
     );
     let valid = config.validate().is_ok() && !mismatch;
-    assert_eq!(f.is_ok(), valid, "{f:?} for {config:?}, mismatch {mismatch}");
+    assert_eq!(
+        f.is_ok(),
+        valid,
+        "{f:?} for {config:?}, mismatch {mismatch}"
+    );
     let Ok(n) = f else {
         return;
     };
@@ -373,12 +401,24 @@ pub fn matcher(data: &[u8]) {
         let mut out_a = vec![Match::default(); cut];
         let mut out_b = vec![Match::default(); nq - cut];
         let na = match_range_f32(
-            &query.kps, &query.f32, 0..cut, &train.kps, &train.f32, &config, &mut best_a,
+            &query.kps,
+            &query.f32,
+            0..cut,
+            &train.kps,
+            &train.f32,
+            &config,
+            &mut best_a,
             &mut out_a,
         )
         .expect("valid range");
         let nb = match_range_f32(
-            &query.kps, &query.f32, cut..nq, &train.kps, &train.f32, &config, &mut best_b,
+            &query.kps,
+            &query.f32,
+            cut..nq,
+            &train.kps,
+            &train.f32,
+            &config,
+            &mut best_b,
             &mut out_b,
         )
         .expect("valid range");
@@ -400,7 +440,13 @@ pub fn matcher(data: &[u8]) {
     let mut tiny = vec![Match::default(); 1];
     assert!(
         match_range_f32(
-            &query.kps, &query.f32, 0..nq + 1, &train.kps, &train.f32, &config, &mut best,
+            &query.kps,
+            &query.f32,
+            0..nq + 1,
+            &train.kps,
+            &train.f32,
+            &config,
+            &mut best,
             &mut tiny,
         )
         .is_err()
@@ -433,9 +479,17 @@ pub fn homography_parse(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     if let Ok(h) = Homography::parse(&text) {
         assert!(h.0.iter().flatten().all(|v| v.is_finite()));
-        for (x, y) in [(0.0, 0.0), (-1e30, 1e30), (f32::MAX, f32::MIN), (320.5, 240.5)] {
+        for (x, y) in [
+            (0.0, 0.0),
+            (-1e30, 1e30),
+            (f32::MAX, f32::MIN),
+            (320.5, 240.5),
+        ] {
             if let Some((px, py)) = h.project(x, y) {
-                assert!(!px.is_nan() && !py.is_nan(), "{h:?} ({x}, {y}) -> ({px}, {py})");
+                assert!(
+                    !px.is_nan() && !py.is_nan(),
+                    "{h:?} ({x}, {y}) -> ({px}, {py})"
+                );
             }
         }
     }

@@ -6,7 +6,9 @@ use surfcl_ros::msg::Image;
 use crate::entry::Reader;
 
 /// Encodings tried: the five accepted ones, near misses, and arbitrary bytes.
-const ENCODINGS: [&str; 8] = ["mono8", "rgb8", "bgr8", "rgba8", "bgra8", "8UC1", "mono16", "RGB8"];
+const ENCODINGS: [&str; 8] = [
+    "mono8", "rgb8", "bgr8", "rgba8", "bgra8", "8UC1", "mono16", "RGB8",
+];
 
 /// `validate` then `to_gray` on a message whose declared fields (height, width, step, data
 /// length) are arbitrary and inconsistent with each other.

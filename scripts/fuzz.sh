@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of fuzz/ for a bounded time and fails on the first crash.
+#
+#   scripts/fuzz.sh                 # all default targets, FUZZ_SECONDS (20) each
+#   FUZZ_SECONDS=300 scripts/fuzz.sh matcher surf_detect
+#   FUZZ_ROS=1 scripts/fuzz.sh      # also ros_image (builds ros2-client: slow)
+#
+# Needs the nightly toolchain (cargo-fuzz's sanitizers); installs cargo-fuzz when missing.
+# New corpus entries go to fuzz/target/corpus/<target>/ (not committed); the committed seeds in
+# fuzz/corpus/<target>/ are read only. A crash leaves its input in fuzz/artifacts/<target>/;
+# copy it to fuzz/regressions/<target>/ so that `cargo test` replays it
+# (tests/tests/robustness_regressions.rs). Per-target statistics (executions, cov, ft) are
+# printed at the end and written to fuzz/target/fuzz-stats.txt.
+set -euo pipefail
+
+cd "$(dirname "$0")/../fuzz"
+seconds="${FUZZ_SECONDS:-20}"
+toolchain="${FUZZ_TOOLCHAIN:-nightly}"
+
+if ! cargo "+$toolchain" fuzz --version >/dev/null 2>&1; then
+    echo "fuzz.sh: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked
+fi
+
+default_targets=(surf_detect harris_detect packed_responses matcher image_decode homography_parse)
+features=()
+if [[ "${FUZZ_ROS:-0}" == 1 ]]; then
+    default_targets+=(ros_image)
+    features=(--features ros)
+fi
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=("${default_targets[@]}")
+for t in "${targets[@]}"; do
+    if [[ "$t" == ros_image ]]; then features=(--features ros); fi
+done
+
+# Debug assertions on (overflow checks included): an overflow is a finding, not a wrap.
+cargo "+$toolchain" fuzz build "${features[@]}" --debug-assertions
+
+mkdir -p target
+stats=target/fuzz-stats.txt
+: >"$stats"
+status=0
+for t in "${targets[@]}"; do
+    work="target/corpus/$t"
+    mkdir -p "$work" "artifacts/$t"
+    log="target/fuzz-$t.log"
+    echo "== $t: ${seconds}s" >&2
+    # -max_len bounds the input (and so the image) size; rss_limit_mb catches large allocations.
+    if cargo "+$toolchain" fuzz run "${features[@]}" --debug-assertions "$t" "$work" "corpus/$t" -- \
+        -max_total_time="$seconds" -max_len=20000 -rss_limit_mb=1024 -timeout=10 \
+        -print_final_stats=1 >"$log" 2>&1; then
+        :
+    else
+        status=1
+        echo "fuzz.sh: $t FAILED (input in fuzz/artifacts/$t/); log tail:" >&2
+        tail -n 40 "$log" >&2
+    fi
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    last=$(grep -E '#[0-9]+.*(cov|DONE)' "$log" | tail -n 1 || true)
+    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | tail -n 1 | grep -o '[0-9]*' || echo '?')
+    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | tail -n 1 | grep -o '[0-9]*' || echo '?')
+    printf '%-18s execs %-10s cov %-6s ft %-6s %ss\n' "$t" "$execs" "$cov" "$ft" "$seconds" | tee -a "$stats"
+done
+exit "$status"

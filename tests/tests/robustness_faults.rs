@@ -1,0 +1,238 @@
+//! Fault injection through `surfcl_gpu::fault::FaultyBackend`: a failing call gives the caller a
+//! typed error and nothing else, and the next frame through the same backend is exactly what a
+//! backend that never failed produces.
+
+use std::process::Command;
+
+use surfcl_core::harris::HarrisConfig;
+use surfcl_core::matcher::MatchConfig;
+use surfcl_core::surf::SurfConfig;
+use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
+use surfcl_gpu::cpu::CpuBackend;
+use surfcl_gpu::error::Error;
+use surfcl_gpu::fault::{FAULT_ENV, FaultKind, FaultPlan, FaultyBackend, Operation};
+use surfcl_gpu::io::OwnedGray;
+use surfcl_gpu::opencl::OpenClError;
+use surfcl_tests::boat_image;
+
+/// A `w x h` crop of boat image `k` at `(x, y)` (small, so debug builds stay fast).
+fn crop(k: usize, x: usize, y: usize, w: usize, h: usize) -> OwnedGray {
+    let img = boat_image(k).unwrap();
+    let mut pixels = Vec::with_capacity(w * h);
+    for row in y..y + h {
+        pixels.extend_from_slice(&img.pixels[row * img.width + x..row * img.width + x + w]);
+    }
+    OwnedGray {
+        width: w,
+        height: h,
+        pixels,
+    }
+}
+
+fn frames() -> Vec<OwnedGray> {
+    vec![
+        crop(1, 300, 200, 200, 160),
+        crop(2, 300, 200, 200, 160),
+        crop(3, 100, 100, 180, 150),
+        crop(1, 500, 400, 160, 200),
+    ]
+}
+
+fn params() -> DetectParams {
+    DetectParams {
+        detector: DetectorKind::Surf,
+        surf: SurfConfig::default(),
+        harris: HarrisConfig::default(),
+        max_keypoints: 500,
+        descriptor: DescriptorKind::F32,
+    }
+}
+
+/// Features without the timings (which differ run to run).
+fn untimed(mut f: Features) -> Features {
+    f.timings.clear();
+    f
+}
+
+fn run_stream(backend: &mut dyn Backend, frames: &[OwnedGray]) -> Vec<Result<Features, Error>> {
+    frames
+        .iter()
+        .map(|f| backend.detect(&f.view().unwrap(), &params()).map(untimed))
+        .collect()
+}
+
+#[test]
+fn detect_fault_fails_one_frame_and_the_stream_goes_on() {
+    let frames = frames();
+    let reference: Vec<Features> = run_stream(&mut CpuBackend::with_threads(2), &frames)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert!(reference.iter().all(|f| !f.keypoints.is_empty()));
+
+    let plan = FaultPlan::once(Operation::Detect, 2, FaultKind::Internal);
+    let mut faulty = FaultyBackend::new(CpuBackend::with_threads(2), plan);
+    let got = run_stream(&mut faulty, &frames);
+    assert_eq!(faulty.injected(), 1);
+    for (i, (g, r)) in got.iter().zip(&reference).enumerate() {
+        if i == 1 {
+            let e = g.as_ref().unwrap_err();
+            assert!(
+                matches!(e, Error::Internal(m) if m.contains("detect call 2")),
+                "{e}"
+            );
+        } else {
+            assert_eq!(g.as_ref().unwrap(), r, "frame {i} after the fault differs");
+        }
+    }
+}
+
+#[test]
+fn sticky_faults_then_recovery_through_a_fresh_plan() {
+    let frames = frames();
+    let plan: FaultPlan = "detect:2+:alloc".parse().unwrap();
+    let mut faulty = FaultyBackend::new(CpuBackend::with_threads(1), plan);
+    let got = run_stream(&mut faulty, &frames);
+    assert!(got[0].is_ok());
+    for g in &got[1..] {
+        let e = g.as_ref().unwrap_err();
+        assert!(
+            matches!(e, Error::OpenCl(OpenClError::Allocation { .. })),
+            "{e}"
+        );
+    }
+    // The inner backend was never touched by the failing calls: unwrapped, it still works and
+    // gives the reference result for the last frame.
+    let mut inner = faulty.into_inner();
+    let last = untimed(inner.detect(&frames[3].view().unwrap(), &params()).unwrap());
+    let reference = untimed(
+        CpuBackend::with_threads(1)
+            .detect(&frames[3].view().unwrap(), &params())
+            .unwrap(),
+    );
+    assert_eq!(last, reference);
+}
+
+#[test]
+fn match_fault_is_typed_and_the_next_match_is_unchanged() {
+    let frames = frames();
+    let mut cpu = CpuBackend::with_threads(2);
+    let a = cpu.detect(&frames[0].view().unwrap(), &params()).unwrap();
+    let b = cpu.detect(&frames[1].view().unwrap(), &params()).unwrap();
+    let config = MatchConfig::default();
+    let reference = cpu
+        .match_features(&a, &b, &config, DescriptorKind::F32)
+        .unwrap();
+    assert!(!reference.is_empty());
+
+    for kind in [
+        FaultKind::Internal,
+        FaultKind::Allocation,
+        FaultKind::Runtime,
+        FaultKind::Io,
+    ] {
+        let plan = FaultPlan::once(Operation::Match, 1, kind);
+        let mut faulty = FaultyBackend::new(CpuBackend::with_threads(2), plan);
+        let e = faulty
+            .match_features(&a, &b, &config, DescriptorKind::Q7)
+            .unwrap_err();
+        let typed = match kind {
+            FaultKind::Internal => matches!(e, Error::Internal(_)),
+            FaultKind::Allocation => matches!(e, Error::OpenCl(OpenClError::Allocation { .. })),
+            FaultKind::Runtime => matches!(e, Error::OpenCl(OpenClError::Runtime { .. })),
+            FaultKind::Io => matches!(e, Error::Io { .. }),
+        };
+        assert!(typed, "{kind:?} gave {e:?}");
+        assert!(e.to_string().contains("injected fault"), "{e}");
+        let next = faulty
+            .match_features(&a, &b, &config, DescriptorKind::F32)
+            .unwrap();
+        assert_eq!(next, reference);
+        // Detection is not affected by a match plan.
+        assert!(faulty.detect(&frames[2].view().unwrap(), &params()).is_ok());
+    }
+}
+
+#[test]
+fn opencl_backend_recovers_after_an_injected_fault() {
+    let inner = match surfcl_gpu::opencl::open(None) {
+        Ok(b) => b,
+        Err(OpenClError::NoPlatform | OpenClError::NoDevice { .. }) => {
+            eprintln!("no OpenCL device: OpenCL fault test not run");
+            return;
+        }
+        Err(e) => panic!("OpenCL open failed: {e}"),
+    };
+    let frames = frames();
+    let mut reference_backend = surfcl_gpu::opencl::open(None).unwrap();
+    let reference = run_stream(reference_backend.as_mut(), &frames);
+    let plan = FaultPlan::once(Operation::Detect, 1, FaultKind::Runtime);
+    let mut faulty = FaultyBackend::new(inner, plan);
+    let got = run_stream(&mut faulty, &frames);
+    assert!(matches!(
+        got[0],
+        Err(Error::OpenCl(OpenClError::Runtime { .. }))
+    ));
+    for (g, r) in got.iter().zip(&reference).skip(1) {
+        assert_eq!(g.as_ref().unwrap(), r.as_ref().unwrap());
+    }
+}
+
+/// The child half of [`cli_detect_with_injected_fault_exits_nonzero`]: runs `surfcl detect`
+/// in-process (the same `main_with_args` as the binary) and fails when it does not succeed.
+/// Without the environment variable of the parent it does nothing.
+#[test]
+fn cli_child() {
+    let Ok(image) = std::env::var("SURFCL_TEST_CLI_IMAGE") else {
+        return;
+    };
+    let code =
+        surfcl_gpu::cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "cpu"]);
+    assert_eq!(
+        code,
+        std::process::ExitCode::SUCCESS,
+        "surfcl detect failed"
+    );
+}
+
+fn run_child(fault: Option<&str>) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("surfcl-fault-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crop.pgm");
+    let img = crop(1, 300, 200, 120, 100);
+    let mut bytes = format!("P5\n{} {}\n255\n", img.width, img.height).into_bytes();
+    bytes.extend_from_slice(&img.pixels);
+    std::fs::write(&path, bytes).unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "cli_child", "--nocapture", "--test-threads=1"])
+        .env("SURFCL_TEST_CLI_IMAGE", &path)
+        .env_remove(FAULT_ENV);
+    if let Some(f) = fault {
+        cmd.env(FAULT_ENV, f);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn cli_detect_with_injected_fault_exits_nonzero() {
+    let clean = run_child(None);
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    let faulty = run_child(Some("detect:1"));
+    let stderr = String::from_utf8_lossy(&faulty.stderr);
+    assert!(
+        !faulty.status.success(),
+        "detect with {FAULT_ENV}=detect:1 succeeded"
+    );
+    assert!(
+        stderr.contains("error: internal error: injected fault: detect call 1"),
+        "{stderr}"
+    );
+    let typo = run_child(Some("detcet:1"));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(!typo.status.success());
+    assert!(stderr.contains(FAULT_ENV), "{stderr}");
+}
