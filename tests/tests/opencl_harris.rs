@@ -496,6 +496,13 @@ fn timing_1024() {
         )
         .unwrap();
         p.detect(&image).unwrap();
+        let first = p.detect(&image).unwrap();
+        eprintln!(
+            "{} candidates, {} kept, tile {} work-items",
+            first.candidates,
+            first.keypoints.len(),
+            p.tile_work_items()
+        );
         let mut walls = Vec::new();
         let mut stages: Vec<(String, f64)> = Vec::new();
         for _ in 0..runs {
