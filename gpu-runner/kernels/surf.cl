@@ -60,7 +60,7 @@ __kernel void integral_rows(__global const uchar* img, __global uint* integral, 
     int stride = width + 1;
     if (y == 0) {
         for (int x = lid; x < stride; x += lsz) integral[x] = 0u;
-        if (lid < HEADER_WORDS) result[lid] = 0u;
+        for (uint k = lid; k < HEADER_WORDS; k += lsz) result[k] = 0u;
     }
     if (y >= height) return;  // uniform per group
     __global const uchar* row = img + (size_t)y * (size_t)width;

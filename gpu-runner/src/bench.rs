@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use crate::backend::{BackendChoice, DescriptorKind, DetectParams, open_backend};
 use crate::cli::BenchArgs;
 use crate::error::Error;
-use crate::opencl::{GpuMatcher, OpenClError, Pipeline, PipelineConfig};
+use crate::opencl::{GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline};
 
 /// Where the benchmark frame is looked for (first hit wins): `$SURFCL_BENCH_IMAGE`, then the
 /// checkout's `data/`, relative to the working directory and to this crate.
@@ -106,9 +107,6 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     if args.frames == 0 {
         return Err(Error::InvalidArgument("--frames must be at least 1".into()));
     }
-    if args.stream {
-        eprintln!("note: --stream is not implemented yet; frames run one at a time");
-    }
     let source = match bench_image_path() {
         Some(path) => image::open(&path)
             .map_err(|e| Error::Decode {
@@ -177,6 +175,27 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         print_size_row(w, h, &row, cpu_wall, gpu_wall);
         report_sizes.push(Value::Object(row));
     }
+    let mut stream_rows = Vec::new();
+    if gpu_available && args.stream {
+        println!(
+            "\nstream (SURF detect + describe + match to the previous frame, f32 descriptors)"
+        );
+        for size in &args.sizes {
+            stream_rows.push(bench_stream(
+                &source,
+                size.width,
+                size.height,
+                &params,
+                device,
+                args.frames.max(100),
+            )?);
+        }
+    }
+    let memory = if gpu_available {
+        bench_memory(&params, device)?
+    } else {
+        Vec::new()
+    };
     let matcher = if gpu_available {
         bench_matcher(device)?
     } else {
@@ -192,6 +211,8 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         "max_keypoints": params.max_keypoints,
         "sizes": report_sizes,
         "matcher": matcher,
+        "memory": memory,
+        "stream": stream_rows,
     });
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
@@ -346,6 +367,145 @@ fn bench_matcher(device: Option<&str>) -> Result<Vec<Value>, Error> {
             cpu_ms.map_or("-".to_string(), |c| format!("{c:.3} ms"))
         );
         rows.push(json!({"n": n, "device_ms": kernel_ms, "wall_ms": wall_ms, "cpu_ms": cpu_ms, "matches": count}));
+    }
+    Ok(rows)
+}
+
+/// A percentile (nearest rank) of `values`, which it sorts.
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// `surfcl bench --stream`: `frames` distinct frames (the boat frame shifted by a few pixels per
+/// frame, so consecutive frames really match) through a [`StreamPipeline`]; frames per second
+/// over the whole run and the per-frame latency percentiles (from the start of a frame's upload
+/// to its matches), after 5 warm-up frames.
+fn bench_stream(
+    source: &image::GrayImage,
+    w: usize,
+    h: usize,
+    params: &DetectParams,
+    device: Option<&str>,
+    frames: usize,
+) -> Result<Value, Error> {
+    const SHIFT: usize = 16;
+    let big = frame(source, w + SHIFT, h + SHIFT);
+    let crops: Vec<Vec<u8>> = (0..SHIFT)
+        .map(|k| {
+            let (dx, dy) = (k, (k * 7) % SHIFT);
+            let mut out = Vec::with_capacity(w * h);
+            for y in 0..h {
+                let row = (y + dy) * (w + SHIFT) + dx;
+                out.extend_from_slice(&big[row..row + w]);
+            }
+            out
+        })
+        .collect();
+    let images: Vec<GrayImage<'_>> = crops
+        .iter()
+        .map(|c| GrayImage::new(c, w, h))
+        .collect::<Result<_, _>>()?;
+    let mut stream = StreamPipeline::open(
+        device,
+        PipelineConfig {
+            max_width: w,
+            max_height: h,
+            surf: params.surf,
+            max_keypoints: params.max_keypoints,
+            local_size: None,
+        },
+        MatchConfig::default(),
+    )?;
+    let warm = 5;
+    let sequence = (0..frames + warm).map(|k| images[k % images.len()]);
+    let mut latencies = Vec::with_capacity(frames);
+    let mut matches = Vec::with_capacity(frames);
+    let mut keypoints = Vec::with_capacity(frames);
+    let mut error: Option<OpenClError> = None;
+    let mut t0 = Instant::now();
+    stream.run(sequence, |i, r| match r {
+        Ok(f) => {
+            if i + 1 == warm {
+                t0 = Instant::now();
+            } else if i >= warm {
+                latencies.push(f.latency_ms);
+                matches.push(f.matches.len() as f64);
+                keypoints.push(f.keypoints.len() as f64);
+            }
+            true
+        }
+        Err(e) => {
+            error = Some(e);
+            false
+        }
+    });
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    let total = t0.elapsed().as_secs_f64();
+    let fps = latencies.len() as f64 / total;
+    let (p50, p99) = (
+        percentile(&mut latencies, 50.0),
+        percentile(&mut latencies, 99.0),
+    );
+    let (kps, m) = (median(&mut keypoints), median(&mut matches));
+    println!(
+        "  {w}x{h}: {fps:>8.1} frames/s, latency p50 {p50:.3} ms, p99 {p99:.3} ms ({frames} frames, median {kps} keypoints, {m} matches to the previous frame), {:.1} MiB device memory",
+        stream.device_bytes() as f64 / (1024.0 * 1024.0)
+    );
+    Ok(json!({
+        "width": w, "height": h, "frames": frames, "fps": fps,
+        "latency_p50_ms": p50, "latency_p99_ms": p99,
+        "keypoints_median": kps, "matches_median": m,
+        "device_bytes": stream.device_bytes(),
+    }))
+}
+
+/// Device memory of the pipeline per buffer, for 640x480 and 1920x1080, `f32` and 8-bit packed
+/// responses, 4096 keypoints (the other parameters as given).
+fn bench_memory(params: &DetectParams, device: Option<&str>) -> Result<Vec<Value>, Error> {
+    println!(
+        "\ndevice memory (SURF pipeline, 4096 keypoints, {} octaves)",
+        params.surf.octaves
+    );
+    let mut rows = Vec::new();
+    for (w, h) in [(640usize, 480usize), (1920, 1080)] {
+        for precision in [Precision::F32, Precision::Packed8] {
+            let pipeline = Pipeline::open(
+                device,
+                PipelineConfig {
+                    max_width: w,
+                    max_height: h,
+                    surf: SurfConfig {
+                        precision,
+                        ..params.surf
+                    },
+                    max_keypoints: 4096,
+                    local_size: None,
+                },
+            )?;
+            let total = pipeline.device_bytes();
+            let parts = pipeline.device_memory();
+            let detail: Vec<String> = parts
+                .iter()
+                .map(|(what, b)| format!("{what} {:.2}", *b as f64 / (1024.0 * 1024.0)))
+                .collect();
+            println!(
+                "  {w}x{h} {precision:?}: {:.2} MiB ({})",
+                total as f64 / (1024.0 * 1024.0),
+                detail.join(", ")
+            );
+            rows.push(json!({
+                "width": w, "height": h, "precision": format!("{precision:?}"),
+                "device_bytes": total,
+                "buffers": parts.iter().map(|(what, b)| json!({"buffer": what, "bytes": b})).collect::<Vec<_>>(),
+            }));
+        }
     }
     Ok(rows)
 }

@@ -328,3 +328,32 @@ fn matches_are_identical_to_the_core() {
         }
     }
 }
+
+#[test]
+fn candidate_buffer_grows_when_a_frame_has_more_candidates_than_it_holds() {
+    require_opencl();
+    // The candidate buffer starts at 4 per kept keypoint (at least 4096); a low threshold on
+    // the whole boat frame finds more, so the pipeline must grow it, run the frame again and
+    // still return exactly the core's strongest keypoints.
+    let (px, w, h) = boat(1);
+    let img = GrayImage::new(&px, w, h).unwrap();
+    let surf = SurfConfig {
+        threshold: 1e-8,
+        init_sample_step: 1,
+        ..SurfConfig::default()
+    };
+    let mut p = pipeline(w, h, surf, 8, None);
+    let before = p.candidate_capacity();
+    let out = p.detect(&img).unwrap();
+    assert!(
+        out.candidates > before,
+        "test needs more candidates ({}) than the first buffer ({before})",
+        out.candidates
+    );
+    assert!(p.candidate_capacity() >= out.candidates);
+    let cpu = cpu_detect(&img, &surf, 8);
+    assert_same_keypoints(&cpu, &out, true);
+    // The grown buffer is kept: a second frame needs no regrowth and gives the same result.
+    let again = p.detect(&img).unwrap();
+    assert_eq!(again.keypoints, out.keypoints);
+}

@@ -241,6 +241,11 @@ impl Gpu {
 
 /// Adds up per-stage profiling times.
 pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
+    // Profiling info exists only once the command is complete; a command on another queue
+    // (the stream's uploads) may be reported complete a little later than the work after it.
+    event
+        .wait_for()
+        .map_err(|e| OpenClError::runtime("wait for event")(e.into()))?;
     let get = |what| {
         event
             .profiling_info(what)

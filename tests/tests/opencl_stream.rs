@@ -1,0 +1,177 @@
+//! The streaming pipeline against frame-by-frame processing, on PoCL in CI: the same keypoints
+//! and descriptors as `Pipeline::detect` of each frame alone, the same matches as the core's
+//! `match_f32` of each frame against the previous good one, and bad frames skipped without
+//! disturbing the stream.
+
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::surf::SurfConfig;
+use surfcl_core::{Descriptor, GrayImage, Keypoint};
+use surfcl_gpu::opencl::{OpenClError, Pipeline, PipelineConfig, StreamFrame, StreamPipeline};
+
+fn require_opencl() {
+    match surfcl_gpu::opencl::list_devices() {
+        Ok(d) if !d.is_empty() => {}
+        other => panic!(
+            "these tests need an OpenCL device (CI: apt-get install pocl-opencl-icd ocl-icd-opencl-dev); got {other:?}"
+        ),
+    }
+}
+
+/// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
+fn boat() -> (Vec<u8>, usize, usize) {
+    let path = format!(
+        "{}/../data/oxford-boat/img1.pgm",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes[i] == b'#' {
+            while bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        while !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        fields.push(String::from_utf8_lossy(&bytes[start..i]).to_string());
+    }
+    assert_eq!(fields[0], "P5");
+    assert_eq!(fields[3], "255");
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    (bytes[i + 1..i + 1 + w * h].to_vec(), w, h)
+}
+
+/// A `w x h` crop at (`dx`, `dy`): consecutive crops overlap, so frames really match.
+fn crop(src: &(Vec<u8>, usize, usize), dx: usize, dy: usize, w: usize, h: usize) -> Vec<u8> {
+    (0..h)
+        .flat_map(|y| src.0[(y + dy) * src.1 + dx..][..w].iter().copied())
+        .collect()
+}
+
+fn config(w: usize, h: usize) -> PipelineConfig {
+    PipelineConfig {
+        max_width: w,
+        max_height: h,
+        surf: SurfConfig::default(),
+        max_keypoints: 300,
+        local_size: None,
+    }
+}
+
+fn core_matches(
+    qk: &[Keypoint],
+    qd: &[Descriptor],
+    tk: &[Keypoint],
+    td: &[Descriptor],
+    config: &MatchConfig,
+) -> Vec<Match> {
+    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
+    let mut out = vec![Match::default(); qd.len()];
+    let n = match_f32(qk, qd, tk, td, config, &mut best, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn stream_equals_frame_by_frame_and_skips_bad_frames() {
+    require_opencl();
+    let src = boat();
+    let (w, h) = (240, 180);
+    let crops: Vec<Vec<u8>> = [(0, 0), (6, 3), (13, 5), (20, 9)]
+        .iter()
+        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .collect();
+    let too_big = crop(&src, 300, 250, w + 8, h);
+    let mut frames: Vec<GrayImage<'_>> = crops
+        .iter()
+        .map(|c| GrayImage::new(c, w, h).unwrap())
+        .collect();
+    // A frame larger than the pipeline's maximum, third in the stream.
+    frames.insert(2, GrayImage::new(&too_big, w + 8, h).unwrap());
+
+    for cross_check in [false, true] {
+        let matching = MatchConfig {
+            cross_check,
+            ..MatchConfig::default()
+        };
+        // Reference: each good frame alone, then the core matcher against the previous good one.
+        let mut single = Pipeline::open(None, config(w, h)).unwrap();
+        let reference: Vec<_> = crops
+            .iter()
+            .map(|c| single.detect(&GrayImage::new(c, w, h).unwrap()).unwrap())
+            .collect();
+
+        let mut stream = StreamPipeline::open(None, config(w, h), matching).unwrap();
+        let mut results: Vec<(usize, Result<StreamFrame, OpenClError>)> = Vec::new();
+        stream.run(frames.iter().copied(), |i, r| {
+            results.push((i, r));
+            true
+        });
+        assert_eq!(results.len(), frames.len());
+        // Input indices of the good frames, in order, and the previous good one of each.
+        let good = [0usize, 1, 3, 4];
+        let mut good_seen = 0;
+        for (i, r) in &results {
+            if *i == 2 {
+                assert!(
+                    matches!(r, Err(OpenClError::ImageTooLarge { .. })),
+                    "bad frame: {r:?}"
+                );
+                continue;
+            }
+            let f = r.as_ref().unwrap();
+            assert_eq!(f.index, *i);
+            let k = good_seen;
+            good_seen += 1;
+            assert_eq!(good[k], *i);
+            let want = &reference[k];
+            assert!(!want.keypoints.is_empty());
+            assert_eq!(f.keypoints, want.keypoints, "frame {i}");
+            assert_eq!(f.descriptors, want.descriptors, "frame {i}");
+            if k == 0 {
+                assert_eq!(f.previous, None);
+                assert!(f.matches.is_empty());
+            } else {
+                assert_eq!(f.previous, Some(good[k - 1]), "frame {i}");
+                let prev = &reference[k - 1];
+                let core = core_matches(
+                    &want.keypoints,
+                    &want.descriptors,
+                    &prev.keypoints,
+                    &prev.descriptors,
+                    &matching,
+                );
+                assert!(core.len() > 10, "frames should match: {}", core.len());
+                assert_eq!(f.matches, core, "frame {i} cross_check {cross_check}");
+            }
+        }
+        assert_eq!(good_seen, good.len());
+
+        // `process` (no overlap) gives the same frames as `run`.
+        stream.reset();
+        let mut previous: Option<(Vec<Keypoint>, Vec<Descriptor>)> = None;
+        for (k, c) in crops.iter().enumerate() {
+            let f = stream.process(&GrayImage::new(c, w, h).unwrap()).unwrap();
+            assert_eq!(f.keypoints, reference[k].keypoints);
+            assert_eq!(f.previous.is_some(), previous.is_some());
+            if let Some((pk, pd)) = &previous {
+                let core = core_matches(
+                    &reference[k].keypoints,
+                    &reference[k].descriptors,
+                    pk,
+                    pd,
+                    &matching,
+                );
+                assert_eq!(f.matches, core);
+            }
+            previous = Some((f.keypoints.clone(), f.descriptors.clone()));
+        }
+    }
+}
