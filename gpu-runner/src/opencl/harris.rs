@@ -29,11 +29,11 @@ use std::time::Instant;
 use ocl::builders::KernelBuilder;
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};
 use ocl::flags::{DeviceFpConfig, MemFlags};
-use ocl::{Buffer, Event, Kernel, Program, Queue};
+use ocl::{Buffer, Event, Kernel, MemMap, Program, Queue};
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
 use surfcl_core::{DESCRIPTOR_LEN, GrayImage, Keypoint};
 
-use super::enqueue::launch;
+use super::enqueue::{launch, map_staging};
 use super::pipeline::{DetectOutput, Gpu, event_ms};
 use super::{OpenClError, SETUP_LOCK};
 use crate::backend::StageTiming;
@@ -225,7 +225,11 @@ pub struct HarrisPipeline {
     k_nms: Kernel,
     k_select: Kernel,
     surf: Option<SurfKernels>,
-    host: Vec<u32>,
+    /// Pinned staging for the upload (`CL_MEM_ALLOC_HOST_PTR`, mapped once for the pipeline's
+    /// life): the copy to the device is a DMA from page-locked memory.
+    stage_in: MemMap<u8>,
+    /// Pinned staging for the result readback.
+    stage_out: MemMap<u32>,
     read_hint: usize,
     device_bytes: u64,
     last_size: (usize, usize),
@@ -463,6 +467,16 @@ impl HarrisPipeline {
         .iter()
         .map(|&b| b as u64)
         .sum();
+        let stage_in = map_staging(&gpu.buffer::<u8>(
+            "pinned upload staging",
+            pixels,
+            MemFlags::new().alloc_host_ptr().read_write(),
+        )?)?;
+        let stage_out = map_staging(&gpu.buffer::<u32>(
+            "pinned readback staging",
+            result_len,
+            MemFlags::new().alloc_host_ptr().read_write(),
+        )?)?;
         Ok(Self {
             gpu,
             config,
@@ -478,7 +492,8 @@ impl HarrisPipeline {
             k_nms,
             k_select,
             surf,
-            host: vec![0u32; result_len],
+            stage_in,
+            stage_out,
             read_hint: 256,
             device_bytes,
             last_size: (0, 0),
@@ -552,9 +567,11 @@ impl HarrisPipeline {
         let t0 = Instant::now();
         self.set_frame_args(w as i32, h as i32)?;
         let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
+        let n = image.pixels().len();
+        self.stage_in[..n].copy_from_slice(image.pixels());
         let mut ev = Event::empty();
         self.image
-            .write(image.pixels())
+            .write(&self.stage_in[..n])
             .enew(&mut ev)
             .enq()
             .map_err(OpenClError::runtime("upload image"))?;
@@ -598,13 +615,13 @@ impl HarrisPipeline {
         let first = HEADER_WORDS + guess * RECORD_WORDS;
         let mut ev = Event::empty();
         self.result
-            .read(&mut self.host[..first])
+            .read(&mut self.stage_out[..first])
             .enew(&mut ev)
             .enq()
             .map_err(OpenClError::runtime("read back results"))?;
         events.push(("readback", ev));
-        let found = self.host[0] as usize;
-        if self.host[1] > 0 || found > self.cand_capacity {
+        let found = self.stage_out[0] as usize;
+        if self.stage_out[1] > 0 || found > self.cand_capacity {
             return Err(OpenClError::CandidateOverflow {
                 found,
                 capacity: self.cand_capacity,
@@ -615,7 +632,7 @@ impl HarrisPipeline {
             let mut ev = Event::empty();
             let end = HEADER_WORDS + kept * RECORD_WORDS;
             self.result
-                .read(&mut self.host[first..end])
+                .read(&mut self.stage_out[first..end])
                 .offset(first)
                 .enew(&mut ev)
                 .enq()
@@ -625,7 +642,7 @@ impl HarrisPipeline {
         self.read_hint = (kept + kept / 4 + 64).min(n_max);
         self.last_size = (w, h);
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let max_bits = self.host[H_MAX];
+        let max_bits = self.stage_out[H_MAX];
         let max_response = f32::from_bits(if max_bits & 0x8000_0000 != 0 {
             max_bits & 0x7fff_ffff
         } else {
@@ -642,7 +659,7 @@ impl HarrisPipeline {
         let mut keypoints = Vec::with_capacity(kept);
         let mut descriptors = Vec::with_capacity(if self.config.describe { kept } else { 0 });
         for r in 0..kept {
-            let rec = &self.host[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
+            let rec = &self.stage_out[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
             keypoints.push(Keypoint {
                 x: f32::from_bits(rec[0]),
                 y: f32::from_bits(rec[1]),
