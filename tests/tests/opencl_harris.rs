@@ -273,7 +273,7 @@ fn work_group_size_and_repeated_runs_do_not_change_results() {
         ..HarrisConfig::default()
     };
     let mut reference: Option<DetectOutput> = None;
-    for local in [Some(16), Some(64), Some(256), Some(512), None] {
+    for local in [Some(4), Some(16), Some(64), Some(256), Some(512), None] {
         let mut p = pipeline(w, h, config, 800, local);
         for _ in 0..2 {
             let out = check_frame(&mut p, &pixels, w, h, 800, &format!("local {local:?}"));

@@ -49,8 +49,15 @@ const KP_WORDS: usize = 8;
 const RECORD_WORDS: usize = KP_WORDS + DESCRIPTOR_LEN;
 /// Header word of the frame's largest response (`H_MAX`, an order-preserving `u32`).
 const H_MAX: usize = 2;
-/// Width of an output tile (work-items along x of a work-group).
-const TILE_W: usize = 16;
+/// Widest output tile (work-items along x of a work-group): 32 `int`s are a 128-byte row, one
+/// coalesced transaction on NVIDIA GPUs.
+const MAX_TILE_W: usize = 32;
+
+/// Tile `(width, height)` of a work-group of `items` work-items (a power of two).
+fn tile_dims(items: usize) -> (usize, usize) {
+    let w = items.min(MAX_TILE_W);
+    (w, items / w)
+}
 /// Local memory of surf.cl's `descriptor` kernel: 1296 float2 + 64 + 16 + 1 floats.
 const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
 
@@ -73,8 +80,9 @@ pub struct HarrisPipelineConfig {
     /// Whether to compute the SURF-64 descriptors (integral image and descriptor kernels); when
     /// false, the descriptors of [`DetectOutput`] are empty (detection-only timing).
     pub describe: bool,
-    /// Work-items per tile kernel work-group (rounded down to `16 * 2^k`, at least 16, clamped
-    /// to the device's and the kernels' limits); `None`: 256. Results do not depend on it.
+    /// Work-items per tile kernel work-group (rounded down to a power of two and clamped to the
+    /// device's, the kernels' and local memory's limits; the tile is `min(32, n)` pixels wide),
+    /// also the select kernel's group size; `None`: 256. Results do not depend on it.
     pub local_size: Option<usize>,
 }
 
@@ -214,7 +222,7 @@ pub struct HarrisPipeline {
     gpu: Gpu,
     config: HarrisPipelineConfig,
     cand_capacity: usize,
-    tile_h: usize,
+    tile_items: usize,
     select_local: usize,
     groups: usize,
     image: Buffer<u8>,
@@ -281,11 +289,12 @@ fn correctly_rounded_divide(gpu: &Gpu) -> bool {
 }
 
 /// Local memory (bytes) of the two tile kernels for a tile height and window radius.
-fn tile_local_bytes(tile_h: usize, r: usize) -> u64 {
-    let (iw, ih, gw, gh) = (TILE_W + 4, tile_h + 4, TILE_W + 2, tile_h + 2);
+fn tile_local_bytes(items: usize, r: usize) -> u64 {
+    let (tile_w, tile_h) = tile_dims(items);
+    let (iw, ih, gw, gh) = (tile_w + 4, tile_h + 4, tile_w + 2, tile_h + 2);
     let gradients = 4 * (ih * iw + ih * gw + gh * gw);
-    let (sw, sh) = (TILE_W + 2 * r, tile_h + 2 * r);
-    let response = 4 * (sh * sw + tile_h * sw + TILE_W * tile_h);
+    let (sw, sh) = (tile_w + 2 * r, tile_h + 2 * r);
+    let response = 4 * (sh * sw + tile_h * sw + items);
     gradients.max(response) as u64
 }
 
@@ -313,22 +322,23 @@ impl HarrisPipeline {
         let info = &gpu.selected.info;
         let local_mem = info.local_mem_bytes;
         let r = harris.window / 2;
-        // Tile height: a power of two so that the work-group (16 x tile_h) reduces by halving.
+        // Work-items per tile: a power of two (the max reduction halves), at most what is
+        // wanted, the device allows and local memory holds.
         let wanted = config
             .local_size
             .unwrap_or(256)
             .min(info.max_work_group_size.max(1));
-        let mut tile_h = 1usize;
-        while TILE_W * tile_h * 2 <= wanted {
-            tile_h *= 2;
+        let mut items = 1usize;
+        while items * 2 <= wanted {
+            items *= 2;
         }
-        while tile_h > 1 && local_mem > 0 && tile_local_bytes(tile_h, r) > local_mem {
-            tile_h /= 2;
+        while items > 1 && local_mem > 0 && tile_local_bytes(items, r) > local_mem {
+            items /= 2;
         }
-        if local_mem > 0 && tile_local_bytes(tile_h, r) > local_mem {
+        if local_mem > 0 && tile_local_bytes(items, r) > local_mem {
             return Err(OpenClError::Unsupported(format!(
                 "the Harris tile kernels need {} bytes of local memory, the device has {local_mem}",
-                tile_local_bytes(tile_h, r)
+                tile_local_bytes(items, r)
             )));
         }
         if config.describe && local_mem > 0 && local_mem < DESCRIPTOR_LOCAL {
@@ -370,9 +380,10 @@ impl HarrisPipeline {
         let nk = n as u32;
         // Rebuild with a smaller tile when a kernel allows fewer work-items than the tile has
         // (the tile size is compiled in: it sizes the local arrays).
-        let (program, k_gradients, k_response, tile_h) = loop {
+        let (program, k_gradients, k_response, tile_items) = loop {
+            let (tile_w, tile_h) = tile_dims(items);
             let defines =
-                format!("#define TILE_W {TILE_W}\n#define TILE_H {tile_h}\n#define WIN_R {r}\n");
+                format!("#define TILE_W {tile_w}\n#define TILE_H {tile_h}\n#define WIN_R {r}\n");
             let program = build_program(&gpu, "harris.cl", HARRIS_CL, &defines, divide)?;
             let k_gradients = kernel_builder(&program, &q, "harris_gradients")
                 .arg(&image)
@@ -396,13 +407,12 @@ impl HarrisPipeline {
                 .arg(&result)
                 .build()
                 .map_err(err("kernel harris_response"))?;
-            let items = TILE_W * tile_h;
             let fits = gpu.local_size(&k_gradients, items) == items
                 && gpu.local_size(&k_response, items) == items;
-            if fits || tile_h == 1 {
-                break (program, k_gradients, k_response, tile_h);
+            if fits || items == 1 {
+                break (program, k_gradients, k_response, items);
             }
-            tile_h /= 2;
+            items /= 2;
         };
         let surf_program = if config.describe {
             Some(build_program(&gpu, "surf.cl", SURF_CL, "", "")?)
@@ -481,7 +491,7 @@ impl HarrisPipeline {
             gpu,
             config,
             cand_capacity,
-            tile_h,
+            tile_items,
             select_local,
             groups,
             image,
@@ -516,9 +526,9 @@ impl HarrisPipeline {
         self.cand_capacity
     }
 
-    /// Work-items per work-group of the tile kernels (16 x tile height).
+    /// Work-items per work-group of the tile kernels (one per pixel of the output tile).
     pub fn tile_work_items(&self) -> usize {
-        TILE_W * self.tile_h
+        self.tile_items
     }
 
     /// The device, as "platform / device".
@@ -582,8 +592,9 @@ impl HarrisPipeline {
             events.push((name, ev));
             Ok::<(), OpenClError>(())
         };
-        let tile = TILE_W * self.tile_h;
-        let tiles = w.div_ceil(TILE_W) * h.div_ceil(self.tile_h);
+        let tile = self.tile_items;
+        let (tile_w, tile_h) = tile_dims(tile);
+        let tiles = w.div_ceil(tile_w) * h.div_ceil(tile_h);
         if let Some(s) = &self.surf {
             // integral_rows also clears the result header; harris_gradients clears it again, so
             // the Harris kernels do not depend on it.
