@@ -162,7 +162,18 @@ static FALLBACK_NOTED: AtomicBool = AtomicBool::new(false);
 /// the CPU and says so on stderr once; any other OpenCL failure (a kernel that does not build, a
 /// `--device` that matches nothing) is an error, because silently hiding it would make timings
 /// and results misleading.
+///
+/// When the `SURFCL_FAULT` environment variable is set, the backend is wrapped in a
+/// [`crate::fault::FaultyBackend`] that fails the planned call (robustness tests of the CLI).
 pub fn open_backend(
+    choice: BackendChoice,
+    device_spec: Option<&str>,
+) -> Result<Box<dyn Backend>, Error> {
+    crate::fault::wrap_from_env(open_unwrapped(choice, device_spec)?)
+}
+
+/// [`open_backend`] without the fault-injection hook.
+fn open_unwrapped(
     choice: BackendChoice,
     device_spec: Option<&str>,
 ) -> Result<Box<dyn Backend>, Error> {

@@ -73,3 +73,40 @@ fn memory_budget_table() {
         }
     }
 }
+
+/// Writes boat image 1 upscaled (bilinear) to 1920x1080 as a PGM, for measuring the peak RSS of
+/// `surfcl detect` on a full-HD frame (docs/ROBUSTNESS.md). Ignored by default: run with
+/// `SURFCL_1080P=/tmp/boat-1080p.pgm cargo test -p surfcl-tests --test robustness_memory --
+/// --ignored --nocapture`.
+#[test]
+#[ignore = "writes a 2 MB file for a manual measurement"]
+fn write_1080p_boat() {
+    let src = surfcl_tests::boat_image(1).unwrap();
+    let (w, h) = (1920usize, 1080usize);
+    let mut out = Vec::with_capacity(w * h);
+    for y in 0..h {
+        let fy = (y as f64 + 0.5) * src.height as f64 / h as f64 - 0.5;
+        let y0 = fy.floor().clamp(0.0, (src.height - 1) as f64) as usize;
+        let y1 = (y0 + 1).min(src.height - 1);
+        let ty = (fy - y0 as f64).clamp(0.0, 1.0);
+        for x in 0..w {
+            let fx = (x as f64 + 0.5) * src.width as f64 / w as f64 - 0.5;
+            let x0 = fx.floor().clamp(0.0, (src.width - 1) as f64) as usize;
+            let x1 = (x0 + 1).min(src.width - 1);
+            let tx = (fx - x0 as f64).clamp(0.0, 1.0);
+            let p = |xx: usize, yy: usize| f64::from(src.pixels[yy * src.width + xx]);
+            let top = p(x0, y0) * (1.0 - tx) + p(x1, y0) * tx;
+            let bottom = p(x0, y1) * (1.0 - tx) + p(x1, y1) * tx;
+            out.push((top * (1.0 - ty) + bottom * ty).round() as u8);
+        }
+    }
+    let path = std::env::var_os("SURFCL_1080P")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("surfcl-boat-1080p.pgm"));
+    let mut bytes = format!("P5\n{w} {h}\n255\n").into_bytes();
+    bytes.extend_from_slice(&out);
+    std::fs::write(&path, bytes).unwrap();
+    let back = surfcl_gpu::io::load_gray(&path).unwrap();
+    assert_eq!((back.width, back.height), (w, h));
+    println!("wrote {}", path.display());
+}
