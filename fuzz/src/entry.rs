@@ -367,7 +367,7 @@ pub fn matcher(data: &[u8]) {
         },
     };
     let raw_floats = r.bool();
-    let mismatch = r.u8() % 8 == 0;
+    let mismatch = r.u8().is_multiple_of(8);
     let split = usize::from(r.u8());
     let query = side(&mut r, nq, raw_floats);
     let mut train = side(&mut r, nt, raw_floats);

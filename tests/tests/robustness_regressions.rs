@@ -8,9 +8,12 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)]
 mod entry;
 
+/// A fuzz target: its name and entry point.
+type Target = (&'static str, fn(&[u8]));
+
 /// The fuzz targets that run here (`ros_image` needs surfcl-ros, which this crate does not
 /// depend on; its inputs are replayed by `scripts/fuzz.sh` with `FUZZ_ROS=1`).
-const TARGETS: [(&str, fn(&[u8])); 6] = [
+const TARGETS: [Target; 6] = [
     ("surf_detect", entry::surf_detect),
     ("harris_detect", entry::harris_detect),
     ("packed_responses", entry::packed_responses),
