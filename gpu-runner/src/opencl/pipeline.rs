@@ -13,8 +13,9 @@
 //! 3. `nms_f32` or `nms_packed`: threshold, 3x3x3 NMS (packed: screening on the codes, then an
 //!    exact recompute of the 27 responses), the sub-pixel fit, and an atomic append into the
 //!    candidate buffer;
-//! 4. `select_strongest`: each candidate's rank in the total order of `Keypoint::rank_cmp`
-//!    (count of smaller 64-bit keys); the strongest `max_keypoints` land at their rank, sorted;
+//! 4. `select_strongest`, `select_scatter`: each candidate's rank in the total order of
+//!    `Keypoint::rank_cmp` (count of smaller 64-bit keys, split over slices of the keys and
+//!    added atomically); the strongest `max_keypoints` land at their rank, sorted;
 //! 5. `orientation` (unless upright) and `descriptor`: one work-group per keypoint.
 //!
 //! Candidates per frame are at most `sum over octaves of ceil(gw/2) * ceil(gh/2)`: two strict
@@ -296,6 +297,10 @@ pub struct Pipeline {
     k_hessian: Kernel,
     k_nms: Kernel,
     k_select: Kernel,
+    k_scatter: Kernel,
+    rank: Buffer<u32>,
+    /// Candidates of the last frame (sizes the select kernel's slices).
+    last_found: usize,
     k_orientation: Kernel,
     k_descriptor: Kernel,
     read_hint: usize,
@@ -499,6 +504,7 @@ impl Pipeline {
         } else {
             wanted
         };
+        let rank = zeroed_u32(&gpu, "candidate ranks", cand_capacity)?;
         let build_select = |tile: usize| {
             build("select_strongest")
                 .arg(&cand)
@@ -506,6 +512,8 @@ impl Pipeline {
                 .arg(cap)
                 .arg(nk)
                 .arg(&result)
+                .arg(&rank)
+                .arg(8u32)
                 .arg_local::<u64>(tile)
                 .build()
                 .map_err(err("kernel select_strongest"))
@@ -517,6 +525,14 @@ impl Pipeline {
         if select_size != select_local {
             k_select = build_select(select_size)?;
         }
+        let k_scatter = build("select_scatter")
+            .arg(&cand)
+            .arg(cap)
+            .arg(nk)
+            .arg(&result)
+            .arg(&rank)
+            .build()
+            .map_err(err("kernel select_scatter"))?;
         let k_orientation = build("orientation")
             .arg(&integral)
             .arg(w0)
@@ -581,8 +597,8 @@ impl Pipeline {
             ),
             ("tables", (4 * 24 + 4 * 128 + 4 * ori_host.len()) as u64),
             (
-                "candidates + keys",
-                (4 * KP_WORDS * cand_capacity + 8 * cand_capacity) as u64,
+                "candidates + keys + ranks",
+                ((4 * KP_WORDS + 8 + 4) * cand_capacity) as u64,
             ),
             ("keypoints + descriptors", 4 * result_len as u64),
         ];
@@ -616,6 +632,9 @@ impl Pipeline {
             k_hessian,
             k_nms,
             k_select,
+            k_scatter,
+            rank,
+            last_found: 0,
             k_orientation,
             k_descriptor,
             stage_in,
@@ -707,6 +726,7 @@ impl Pipeline {
         let rw = MemFlags::new().read_write();
         let cand = self.gpu.buffer::<u32>("candidates", cap * KP_WORDS, rw)?;
         let keys = self.gpu.buffer::<u64>("candidate keys", cap, rw)?;
+        let rank = zeroed_u32(&self.gpu, "candidate ranks", cap)?;
         let nms_at = if self.config.surf.precision == Precision::Packed8 {
             8
         } else {
@@ -720,15 +740,20 @@ impl Pipeline {
         };
         set(&self.k_nms, nms_at)
             .and_then(|_| set(&self.k_select, 0))
+            .and_then(|_| self.k_select.set_arg(5, &rank))
+            .and_then(|_| self.k_scatter.set_arg(0, &cand))
+            .and_then(|_| self.k_scatter.set_arg(1, c))
+            .and_then(|_| self.k_scatter.set_arg(4, &rank))
             .and_then(|_| self.k_orientation.set_arg(3, c))
             .and_then(|_| self.k_descriptor.set_arg(3, c))
             .map_err(OpenClError::runtime("set kernel arguments"))?;
         self.cand = cand;
         self.keys = keys;
+        self.rank = rank;
         self.cand_capacity = cap;
         for m in &mut self.memory {
-            if m.0 == "candidates + keys" {
-                m.1 = (4 * KP_WORDS * cap + 8 * cap) as u64;
+            if m.0 == "candidates + keys + ranks" {
+                m.1 = ((4 * KP_WORDS + 8 + 4) * cap) as u64;
             }
         }
         Ok(())
@@ -784,7 +809,22 @@ impl Pipeline {
             run(hn, &self.k_hessian, grids.total, l.hessian, None)?;
             run(nn, &self.k_nms, 2 * grids.total, l.nms, None)?;
             let cand_bound = grids.max_candidates().min(self.cand_capacity);
-            run("select", &self.k_select, cand_bound, l.select, None)?;
+            // Slices per candidate block: enough groups for ~4 per compute unit at the last
+            // frame's candidate count (the result does not depend on it).
+            let cus = self.gpu.selected.info.compute_units.max(1) as usize;
+            let blocks = self.last_found.div_ceil(l.select).max(1);
+            let slices = (4 * cus).div_ceil(blocks).clamp(1, 64);
+            self.k_select
+                .set_arg(6, slices as u32)
+                .map_err(OpenClError::runtime("set kernel arguments"))?;
+            run(
+                "select",
+                &self.k_select,
+                cand_bound.div_ceil(l.select) * slices * l.select,
+                l.select,
+                None,
+            )?;
+            run("select", &self.k_scatter, cand_bound, l.select, None)?;
             if !surf.upright {
                 run(
                     "orientation",
@@ -843,6 +883,7 @@ impl Pipeline {
             events.push(("readback", ev));
         }
         self.read_hint = (kept + kept / 4 + 64).min(n_max);
+        self.last_found = found;
         Ok(Some(found))
     }
 
@@ -992,6 +1033,16 @@ impl Pipeline {
         }
         Ok(out)
     }
+}
+
+/// A `u32` device buffer of `len` zeros.
+fn zeroed_u32(gpu: &Gpu, what: &'static str, len: usize) -> Result<Buffer<u32>, OpenClError> {
+    let buf = gpu.buffer::<u32>(what, len, MemFlags::new().read_write())?;
+    buf.cmd()
+        .fill(0u32, None)
+        .enq()
+        .map_err(OpenClError::runtime("clear buffer"))?;
+    Ok(buf)
 }
 
 /// Sums profiling times per stage, merging consecutive events of one stage.
