@@ -426,6 +426,7 @@ fn bench_stream(
     let mut latencies = Vec::with_capacity(frames);
     let mut matches = Vec::with_capacity(frames);
     let mut keypoints = Vec::with_capacity(frames);
+    let mut stages: Vec<(String, Vec<f64>)> = Vec::new();
     let mut error: Option<OpenClError> = None;
     let mut t0 = Instant::now();
     stream.run(sequence, |i, r| match r {
@@ -434,6 +435,12 @@ fn bench_stream(
                 t0 = Instant::now();
             } else if i >= warm {
                 latencies.push(f.latency_ms);
+                for t in &f.timings {
+                    match stages.iter_mut().find(|(n, _)| *n == t.name) {
+                        Some((_, v)) => v.push(t.ms),
+                        None => stages.push((t.name.clone(), vec![t.ms])),
+                    }
+                }
                 matches.push(f.matches.len() as f64);
                 keypoints.push(f.keypoints.len() as f64);
             }
@@ -458,8 +465,24 @@ fn bench_stream(
         "  {w}x{h}: {fps:>8.1} frames/s, latency p50 {p50:.3} ms, p99 {p99:.3} ms ({frames} frames, median {kps} keypoints, {m} matches to the previous frame), {:.1} MiB device memory",
         stream.device_bytes() as f64 / (1024.0 * 1024.0)
     );
+    let stage_ms: Vec<Value> = stages
+        .iter_mut()
+        .map(|(name, v)| json!({"stage": name, "ms": median(v)}))
+        .collect();
+    println!(
+        "    device stages (median ms): {}",
+        stage_ms
+            .iter()
+            .map(|v| format!(
+                "{} {:.3}",
+                v["stage"].as_str().unwrap_or("-"),
+                v["ms"].as_f64().unwrap_or(f64::NAN)
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     Ok(json!({
-        "width": w, "height": h, "frames": frames, "fps": fps,
+        "width": w, "height": h, "frames": frames, "fps": fps, "stages_ms": stage_ms,
         "latency_p50_ms": p50, "latency_p99_ms": p99,
         "keypoints_median": kps, "matches_median": m,
         "device_bytes": stream.device_bytes(),
