@@ -158,10 +158,11 @@ __kernel void harris_response(__global const int* pxx, __global const int* pyy,
         sums[c] = s;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    // long -> float rounds to nearest even, as the core's i32/f64 -> f32.
-    float a = convert_float_rte(sums[0]) * norm;
-    float b = convert_float_rte(sums[1]) * norm;
-    float cc = convert_float_rte(sums[2]) * norm;
+    // long -> float in the default rounding mode (round to nearest even), as the core's i32/f64
+    // -> f32 (an explicit convert_float_rte is much slower on PoCL, which emulates it).
+    float a = (float)sums[0] * norm;
+    float b = (float)sums[1] * norm;
+    float cc = (float)sums[2] * norm;
     float det = a * cc - b * b;
     float tr = a + cc;
     float r = det - k * (tr * tr);

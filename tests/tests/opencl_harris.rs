@@ -486,11 +486,16 @@ fn timing_1024() {
     let config = HarrisConfig::default();
     let max_kp = 2000;
     let runs = 10;
+    // SURFCL_HARRIS_LOCAL=n: tile work-items (default: the pipeline's choice).
+    let local = std::env::var("SURFCL_HARRIS_LOCAL")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for describe in [false, true] {
         let mut p = HarrisPipeline::open(
             None,
             HarrisPipelineConfig {
                 describe,
+                local_size: local,
                 ..HarrisPipelineConfig::new(w, h, config, max_kp)
             },
         )
