@@ -59,14 +59,14 @@ img1 = read_pgm(os.path.join(DATA, "img1.pgm"))
 img3 = read_pgm(os.path.join(DATA, "img3.pgm"))
 crops = {
     "boat1-64": crop(img1, 300, 200, 64, 64),
-    "boat1-96s4": crop(img1, 0, 0, 96, 96, 4),
+    "boat1-64s8": crop(img1, 0, 0, 64, 64, 8),
     "boat3-48": crop(img3, 400, 300, 48, 48),
-    "boat1-127x40": crop(img1, 100, 500, 127, 40),
+    "boat1-71x40": crop(img1, 100, 500, 71, 40),
 }
 
 # surf_detect: w, h, octaves, step, threshold (flag, u8), upright, capacity, raw_len, pixels.
-for name, (w, h) in [("boat1-64", (64, 64)), ("boat1-96s4", (96, 96)),
-                     ("boat3-48", (48, 48)), ("boat1-127x40", (127, 40))]:
+for name, (w, h) in [("boat1-64", (64, 64)), ("boat1-64s8", (64, 64)),
+                     ("boat3-48", (48, 48)), ("boat1-71x40", (71, 40))]:
     write("surf_detect", name + "-s1", bytes([w, h, 4, 1, 1, 4, 0, 63, 0]) + crops[name])
     write("surf_detect", name + "-s2-upright", bytes([w, h, 2, 2, 1, 1, 1, 20, 0]) + crops[name])
     # harris: w, h, k (flag, u8: 41/1024 = 0.04), window, threshold kind + value, scale flag,
@@ -92,7 +92,7 @@ def match_seed(nq, nt, cross, raw, src):
     return head + body
 write("matcher", "plain", match_seed(8, 10, 0, 0, crops["boat1-64"]))
 write("matcher", "cross", match_seed(12, 12, 1, 0, crops["boat3-48"]))
-write("matcher", "nan", match_seed(6, 7, 1, 1, crops["boat1-96s4"]))
+write("matcher", "nan", match_seed(6, 7, 1, 1, crops["boat1-64s8"]))
 
 # image_decode: PGM and PNG crops (gray and colour), plus hostile headers.
 write("image_decode", "boat1-64.pgm", pgm(64, 64, crops["boat1-64"]))

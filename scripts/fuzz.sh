@@ -34,8 +34,12 @@ for t in "${targets[@]}"; do
     if [[ "$t" == ros_image ]]; then features=(--features ros); fi
 done
 
-# Debug assertions on (overflow checks included): an overflow is a finding, not a wrap.
+# Debug assertions on (overflow checks included): an overflow is a finding, not a wrap. Built
+# once; the binaries are then run directly, because `cargo fuzz run` re-checks the build and the
+# workspace sources change under parallel work (each re-check could recompile surfcl-gpu).
 cargo "+$toolchain" fuzz build "${features[@]}" --debug-assertions
+host=$(rustc "+$toolchain" -vV | sed -n 's/^host: //p')
+bin_dir="target/$host/release"
 
 mkdir -p target
 stats=target/fuzz-stats.txt
@@ -47,9 +51,8 @@ for t in "${targets[@]}"; do
     log="target/fuzz-$t.log"
     echo "== $t: ${seconds}s" >&2
     # -max_len bounds the input (and so the image) size; rss_limit_mb catches large allocations.
-    if cargo "+$toolchain" fuzz run "${features[@]}" --debug-assertions "$t" "$work" "corpus/$t" -- \
-        -max_total_time="$seconds" -max_len=20000 -rss_limit_mb=1024 -timeout=10 \
-        -print_final_stats=1 >"$log" 2>&1; then
+    if "$bin_dir/$t" -artifact_prefix="artifacts/$t/" -max_total_time="$seconds" -max_len=20000 \
+        -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 "$work" "corpus/$t" >"$log" 2>&1; then
         :
     else
         status=1
@@ -57,9 +60,9 @@ for t in "${targets[@]}"; do
         tail -n 40 "$log" >&2
     fi
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-    last=$(grep -E '#[0-9]+.*(cov|DONE)' "$log" | tail -n 1 || true)
-    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | tail -n 1 | grep -o '[0-9]*' || echo '?')
-    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | tail -n 1 | grep -o '[0-9]*' || echo '?')
+    last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo '?')
+    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*' || echo '?')
     printf '%-18s execs %-10s cov %-6s ft %-6s %ss\n' "$t" "$execs" "$cov" "$ft" "$seconds" | tee -a "$stats"
 done
 exit "$status"

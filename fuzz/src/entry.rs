@@ -71,10 +71,10 @@ fn fill(bytes: &[u8], w: usize, h: usize) -> Vec<u8> {
     bytes.iter().copied().cycle().take(w * h).collect()
 }
 
-/// Image size of the detector targets: up to 127 x 127 (enough for 2 octaves at step 1 and for
-/// every border case), 0 allowed.
+/// Image size of the detector targets: up to 71 x 71 (octave 0 and 1 interiors at step 1, every
+/// border case; larger images only make each run slower), 0 allowed.
 fn dims(r: &mut Reader<'_>) -> (usize, usize) {
-    (usize::from(r.u8() & 0x7f), usize::from(r.u8() & 0x7f))
+    (usize::from(r.u8() % 72), usize::from(r.u8() % 72))
 }
 
 /// A threshold: half the time a plausible one (0 to 0.0255), else any bit pattern.
