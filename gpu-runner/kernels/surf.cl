@@ -393,31 +393,6 @@ __kernel void nms_packed(__global const uint* ii, int w, int h, int octaves, int
                 if (((word >> (8 * (interval + dz))) & 0x7fu) > code) return;
             }
         }
-    // Exact decision with early exits. A neighbour whose code is below the centre's has a
-    // strictly smaller response (r(n) < T[code(n) + 1] <= T[code(c)] <= r(c); responses come
-    // from integer determinants, never NaN), so only neighbours with an equal code are
-    // recomputed, and the first one that is not smaller ends the work-item.
-    {
-        long trace;
-        float c = response_at(ii, w, h, sy * step, sx * step, filter_size(oc, interval),
-                              norms[oc * 4 + interval], &trace);
-        if (!(c >= threshold)) return;
-        for (int dz = -1; dz <= 1; ++dz) {
-            int L = filter_size(oc, interval + dz);
-            float norm = norms[oc * 4 + interval + dz];
-            for (int dy = -1; dy <= 1; ++dy)
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (dz == 0 && dy == 0 && dx == 0) continue;
-                    uint word = packed[base + (sy + dy) * gw + sx + dx];
-                    if (((word >> (8 * (interval + dz))) & 0x7fu) < code) continue;
-                    long t;
-                    float n = response_at(ii, w, h, (sy + dy) * step, (sx + dx) * step, L, norm,
-                                          &t);
-                    if (!(c > n)) return;
-                }
-        }
-    }
-    // A maximum: the full cube for the fit (a few per cent of the samples).
     float v[3][3][3];
     float centre = 0.0f;
     int laplacian = 1;
