@@ -224,6 +224,7 @@ pub struct HarrisPipeline {
     cand_capacity: usize,
     tile_items: usize,
     select_local: usize,
+    nms_local: usize,
     groups: usize,
     image: Buffer<u8>,
     response: Buffer<f32>,
@@ -477,6 +478,7 @@ impl HarrisPipeline {
         .iter()
         .map(|&b| b as u64)
         .sum();
+        let nms_local = gpu.local_size(&k_nms, 256);
         let stage_in = map_staging(&gpu.buffer::<u8>(
             "pinned upload staging",
             pixels,
@@ -493,6 +495,7 @@ impl HarrisPipeline {
             cand_capacity,
             tile_items,
             select_local,
+            nms_local,
             groups,
             image,
             response,
@@ -608,7 +611,7 @@ impl HarrisPipeline {
         }
         run("harris_gradients", &self.k_gradients, tiles * tile, tile)?;
         run("harris_response", &self.k_response, tiles * tile, tile)?;
-        run("harris_nms", &self.k_nms, w * h, 256)?;
+        run("harris_nms", &self.k_nms, w * h, self.nms_local)?;
         let bound = (w.div_ceil(3) * h.div_ceil(3)).min(self.cand_capacity);
         run("harris_select", &self.k_select, bound, self.select_local)?;
         if let Some(s) = &self.surf {
