@@ -7,6 +7,7 @@
 //!              [--json FILE|-] [--draw FILE.png]
 //! surfcl eval DIR [detect/match options] [--json FILE|-]
 //! surfcl bench [--sizes 640x480,1280x960,1920x1080] [--frames N] [--json FILE] [--stream]
+//! surfcl stream DIR|FRAMES... [--max-size WxH] [detect/match options] [--json FILE|-]
 //! ```
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as `error: ...` on stderr), 2 on a
@@ -16,6 +17,7 @@
 mod args;
 mod commands;
 mod eval;
+mod stream;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -28,6 +30,7 @@ pub use args::{
 };
 pub use commands::{DetectArgs, MatchArgs};
 pub use eval::{EvalArgs, find_oxford_sequence};
+pub use stream::StreamArgs;
 
 use crate::error::Error;
 
@@ -53,6 +56,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Time the pipeline on synthetic frames.
     Bench(BenchArgs),
+    /// Detect, describe and match a sequence of frames, each against the previous one (OpenCL).
+    Stream(StreamArgs),
 }
 
 /// Exit status for a runtime error.
@@ -106,6 +111,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Match(args) => commands::match_images(&args),
         Command::Eval(args) => eval::eval(&args),
         Command::Bench(args) => bench(&args),
+        Command::Stream(args) => stream::stream(&args),
     }
 }
 
