@@ -1,13 +1,14 @@
 # Two entry points for a fresh Debian/Ubuntu machine with a Rust toolchain (root or sudo):
 #   make demo   the main job: detect + match on the Oxford boat pair on OpenCL (PoCL without a GPU)
-#   make test   every test: unit, integration (CPU vs OpenCL on PoCL), CLI, ROS interop, no_std link
+#   make test   every test: unit, integration (CPU vs OpenCL on PoCL), CLI, ROS 2 interop with an
+#               independent DDS peer, the no_std link check, bounded fuzzing
 # Each installs what it is missing first (scripts/install-deps.sh).
 
 CARGO ?= cargo
 OUT ?= out
 BOAT := data/oxford-boat
 
-.PHONY: demo test deps deps-test build nostd-check ros-interop fmt-check clippy ci
+.PHONY: demo test deps deps-test build nostd-check soak fmt-check clippy ci
 
 deps:
 	scripts/install-deps.sh
@@ -29,6 +30,14 @@ demo: build
 test: deps-test
 	$(CARGO) test --workspace
 	$(MAKE) nostd-check
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# Seconds per fuzz target in `make test` (scripts/fuzz.sh; longer campaigns: FUZZ_SECONDS=600).
+FUZZ_SECONDS ?= 20
+
+# 2000 frames at 30 Hz through the ROS node, resident-memory growth bound, and latency (~100 s).
+soak:
+	$(CARGO) test -p surfcl-ros --release --test soak_latency -- --ignored --nocapture --test-threads 1
 
 # Links surfcl-core into a #![no_std] staticlib with its own panic handler (fails if std sneaks
 # in), then proves the check can fail by linking std on purpose.

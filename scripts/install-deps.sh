@@ -2,7 +2,8 @@
 # Installs what surfcl needs on a fresh Debian/Ubuntu machine with a Rust toolchain, skipping
 # whatever is already there. Safe to run repeatedly.
 #   scripts/install-deps.sh          runtime: OpenCL (PoCL on the CPU) + headers + clinfo
-#   scripts/install-deps.sh --test   also the test tools: iproute2 (ip), the Cyclone DDS peer venv
+#   scripts/install-deps.sh --test   also the test tools: iproute2 (ip), unshare, the Cyclone DDS
+#                                    peer venv (ros-node/tests/peer/.venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,10 +36,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "${1:-}" = "--test" ]; then
-    venv=target/peer-venv
-    if ! "$venv/bin/python" -c "import cyclonedds" >/dev/null 2>&1; then
-        echo "creating $venv with cyclonedds (the independent DDS peer of the ROS tests)" >&2
-        python3 -m venv "$venv"
-        "$venv/bin/pip" install -q cyclonedds==11.0.1
-    fi
+    # The independent DDS peer of the ROS interop test (Eclipse Cyclone DDS from PyPI).
+    ros-node/tests/peer/setup.sh >&2
 fi
