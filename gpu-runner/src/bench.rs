@@ -20,10 +20,13 @@ use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, open_backend};
+use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, open_backend};
 use crate::cli::BenchArgs;
 use crate::error::Error;
-use crate::opencl::{GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline};
+use crate::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
+use crate::opencl::{
+    DetectOutput, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline,
+};
 
 /// Where the benchmark frame is looked for (first hit wins): `$SURFCL_BENCH_IMAGE`, then the
 /// checkout's `data/`, relative to the working directory and to this crate.
@@ -259,6 +262,60 @@ fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu:
     }
 }
 
+/// The OpenCL pipeline of the detector being benchmarked.
+enum GpuDetector {
+    Surf(Pipeline),
+    Harris(HarrisPipeline),
+}
+
+impl GpuDetector {
+    fn open(
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        device: Option<&str>,
+    ) -> Result<Self, OpenClError> {
+        Ok(match params.detector {
+            DetectorKind::Surf => Self::Surf(Pipeline::open(
+                device,
+                PipelineConfig {
+                    max_width: image.width(),
+                    max_height: image.height(),
+                    surf: params.surf,
+                    max_keypoints: params.max_keypoints,
+                    local_size: None,
+                },
+            )?),
+            DetectorKind::Harris => Self::Harris(HarrisPipeline::open(
+                device,
+                HarrisPipelineConfig::new(
+                    image.width(),
+                    image.height(),
+                    params.harris,
+                    params.max_keypoints,
+                ),
+            )?),
+        })
+    }
+    fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
+        match self {
+            Self::Surf(p) => p.detect(image),
+            Self::Harris(p) => p.detect(image),
+        }
+    }
+    fn device_name(&self) -> String {
+        match self {
+            Self::Surf(p) => p.device_name(),
+            Self::Harris(p) => p.device_name(),
+        }
+    }
+    fn device_bytes(&self) -> u64 {
+        match self {
+            Self::Surf(p) => p.device_bytes(),
+            Self::Harris(p) => p.device_bytes(),
+        }
+    }
+}
+
 /// Runs the pipeline on one frame size; returns the device name and the medians as JSON.
 fn bench_gpu(
     image: &GrayImage<'_>,
@@ -266,16 +323,7 @@ fn bench_gpu(
     device: Option<&str>,
     frames: usize,
 ) -> Result<(String, Value), OpenClError> {
-    let mut pipeline = Pipeline::open(
-        device,
-        PipelineConfig {
-            max_width: image.width(),
-            max_height: image.height(),
-            surf: params.surf,
-            max_keypoints: params.max_keypoints,
-            local_size: None,
-        },
-    )?;
+    let mut pipeline = GpuDetector::open(image, params, device)?;
     let warm = pipeline.detect(image)?;
     let mut stage_names: Vec<String> = warm.timings.iter().map(|t| t.name.clone()).collect();
     stage_names.dedup();
