@@ -264,8 +264,8 @@ fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu:
 
 /// The OpenCL pipeline of the detector being benchmarked.
 enum GpuDetector {
-    Surf(Pipeline),
-    Harris(HarrisPipeline),
+    Surf(Box<Pipeline>),
+    Harris(Box<HarrisPipeline>),
 }
 
 impl GpuDetector {
@@ -275,7 +275,7 @@ impl GpuDetector {
         device: Option<&str>,
     ) -> Result<Self, OpenClError> {
         Ok(match params.detector {
-            DetectorKind::Surf => Self::Surf(Pipeline::open(
+            DetectorKind::Surf => Self::Surf(Box::new(Pipeline::open(
                 device,
                 PipelineConfig {
                     max_width: image.width(),
@@ -284,8 +284,8 @@ impl GpuDetector {
                     max_keypoints: params.max_keypoints,
                     local_size: None,
                 },
-            )?),
-            DetectorKind::Harris => Self::Harris(HarrisPipeline::open(
+            )?)),
+            DetectorKind::Harris => Self::Harris(Box::new(HarrisPipeline::open(
                 device,
                 HarrisPipelineConfig::new(
                     image.width(),
@@ -293,7 +293,7 @@ impl GpuDetector {
                     params.harris,
                     params.max_keypoints,
                 ),
-            )?),
+            )?)),
         })
     }
     fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
