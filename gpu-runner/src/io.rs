@@ -82,8 +82,33 @@ fn decode_limits() -> Limits {
 /// luminance. Errors name the file and say what is wrong with it: missing, empty, not an image,
 /// too large, truncated or corrupt.
 pub fn load_gray(path: &Path) -> Result<OwnedGray, Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_capped(path, MAX_IMAGE_FILE_BYTES)?;
     decode_gray(&bytes, path)
+}
+
+/// Largest image file read (an uncompressed PPM of the largest image the core accepts is
+/// `3 * MAX_PIXELS` bytes, about 48 MiB; 16-bit PPM twice that).
+pub const MAX_IMAGE_FILE_BYTES: u64 = 6 * surfcl_core::image::MAX_PIXELS as u64 + (1 << 20);
+
+/// Largest homography file read: three rows of three numbers need well under a kilobyte.
+pub const MAX_HOMOGRAPHY_FILE_BYTES: u64 = 64 << 10;
+
+/// Reads at most `limit` bytes of a file and fails if there is more, so that a huge file (or a
+/// device such as `/dev/zero`) is never read into memory whole.
+fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::Decode {
+            path: path.to_path_buf(),
+            message: format!("the file is larger than the {limit} bytes accepted"),
+        });
+    }
+    Ok(bytes)
 }
 
 /// Decodes an in-memory image file; `path` is only used in error messages.
@@ -119,7 +144,11 @@ pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
 
 /// Loads a homography file (Oxford format: 3 rows of 3 numbers) with the core parser.
 pub fn load_homography(path: &Path) -> Result<Homography, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_capped(path, MAX_HOMOGRAPHY_FILE_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|_| Error::Decode {
+        path: path.to_path_buf(),
+        message: "a homography file must be text (3 rows of 3 numbers)".into(),
+    })?;
     Homography::parse(&text).map_err(|source| Error::HomographyFile {
         path: PathBuf::from(path),
         source,
