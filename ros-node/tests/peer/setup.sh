@@ -11,4 +11,4 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import cyclonedds" 2>/dev
 fi
 python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet "cyclonedds==11.0.1"
-"$venv/bin/python" -c "import cyclonedds; print('cyclonedds', cyclonedds.__version__, 'in', '$venv')"
+"$venv/bin/python" -c "import cyclonedds" && echo "cyclonedds installed in $venv"
