@@ -28,3 +28,21 @@ pub fn boat_image(k: usize) -> Result<OwnedGray, surfcl_gpu::Error> {
 pub fn boat_homography(k: usize) -> Result<Homography, surfcl_gpu::Error> {
     load_homography(&boat_dir().join(format!("H1to{k}p")))
 }
+
+/// Panics with the packages to install when no OpenCL device is present: the OpenCL tests must
+/// fail, not pass vacuously, on a machine without PoCL (CI installs it).
+pub fn require_opencl() {
+    match surfcl_gpu::opencl::list_devices() {
+        Ok(d) if !d.is_empty() => {}
+        other => panic!(
+            "these tests need an OpenCL device (CI: apt-get install pocl-opencl-icd ocl-icd-opencl-dev); got {other:?}"
+        ),
+    }
+}
+
+/// Loads an image file as 8-bit luminance with the CLI's loader: `(pixels, width, height)`.
+/// Panics with the path on failure (test support only).
+pub fn load_pgm(path: &str) -> (Vec<u8>, usize, usize) {
+    let image = load_gray(Path::new(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (image.pixels, image.width, image.height)
+}

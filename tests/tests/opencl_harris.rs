@@ -18,41 +18,7 @@ use surfcl_gpu::backend::{Backend, DetectParams, DetectorKind};
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::{DetectOutput, OpenClBackend, OpenClError};
-
-fn require_opencl() {
-    match surfcl_gpu::opencl::list_devices() {
-        Ok(d) if !d.is_empty() => {}
-        other => panic!(
-            "these tests need an OpenCL device (CI: apt-get install pocl-opencl-icd ocl-icd-opencl-dev); got {other:?}"
-        ),
-    }
-}
-
-/// Reads a binary PGM (P5, maxval 255).
-fn load_pgm(path: &str) -> (Vec<u8>, usize, usize) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if bytes[i] == b'#' {
-            while bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let start = i;
-        while !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[start..i]).to_string());
-    }
-    assert_eq!(fields[0], "P5");
-    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    (bytes[i + 1..i + 1 + w * h].to_vec(), w, h)
-}
+use surfcl_tests::{load_pgm, require_opencl};
 
 fn boat() -> (Vec<u8>, usize, usize) {
     load_pgm(&format!(

@@ -7,15 +7,7 @@ use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 use surfcl_gpu::opencl::{OpenClError, Pipeline, PipelineConfig, StreamFrame, StreamPipeline};
-
-fn require_opencl() {
-    match surfcl_gpu::opencl::list_devices() {
-        Ok(d) if !d.is_empty() => {}
-        other => panic!(
-            "these tests need an OpenCL device (CI: apt-get install pocl-opencl-icd ocl-icd-opencl-dev); got {other:?}"
-        ),
-    }
-}
+use surfcl_tests::require_opencl;
 
 /// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
 fn boat() -> (Vec<u8>, usize, usize) {
