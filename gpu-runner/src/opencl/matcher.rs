@@ -60,10 +60,13 @@ pub struct GpuMatcher {
     program: Program,
     local_f32: usize,
     local_q7: usize,
-    f32_sides: Option<(Side<f32>, Side<f32>)>,
-    q7_sides: Option<(Side<i8>, Side<i8>)>,
+    f32_sides: Option<Sides<f32>>,
+    q7_sides: Option<Sides<i8>>,
     out: Option<(Buffer<u32>, usize)>,
 }
+
+/// The device buffers of the query and the train side for one descriptor type.
+type Sides<T> = (Side<T>, Side<T>);
 
 /// Element types the kernels take, with their kernel names.
 trait Element: OclPrm {
@@ -383,31 +386,15 @@ impl GpuMatcher {
             train.len(),
             train_signs.len(),
         )?;
-        let need = (query.len().max(1), train.len().max(1));
-        if self
-            .f32_sides
-            .as_ref()
-            .is_none_or(|(a, b)| a.capacity < need.0 || b.capacity < need.1)
-        {
-            self.f32_sides = Some((
-                Self::side(&self.gpu, need.0)?,
-                Self::side(&self.gpu, need.1)?,
-            ));
-        }
-        let sides = self.f32_sides.take();
-        let result = match &sides {
-            Some((a, b)) => self.run(
-                (a, b),
-                (query.as_flattened(), query_signs),
-                (train.as_flattened(), train_signs),
-                reverse,
-                self.local_f32,
-                timings,
-            ),
-            None => Err(OpenClError::Unsupported("no descriptor buffers".into())),
-        };
-        self.f32_sides = sides;
-        result
+        let local = self.local_f32;
+        self.nearest(
+            |m| &mut m.f32_sides,
+            local,
+            (query.as_flattened(), query_signs),
+            (train.as_flattened(), train_signs),
+            reverse,
+            timings,
+        )
     }
 
     /// The raw 2-NN of Q7 descriptors (see [`GpuMatcher::nearest_f32`]).
@@ -426,30 +413,46 @@ impl GpuMatcher {
             train.len(),
             train_signs.len(),
         )?;
-        let need = (query.len().max(1), train.len().max(1));
-        if self
-            .q7_sides
+        let local = self.local_q7;
+        self.nearest(
+            |m| &mut m.q7_sides,
+            local,
+            (query.as_flattened(), query_signs),
+            (train.as_flattened(), train_signs),
+            reverse,
+            timings,
+        )
+    }
+
+    /// The 2-NN over one descriptor type (lengths already checked): grows that type's device
+    /// buffers when a set is larger than any before (never per call otherwise), then runs.
+    fn nearest<T: Element>(
+        &mut self,
+        slot: fn(&mut Self) -> &mut Option<Sides<T>>,
+        local: usize,
+        query: (&[T], &[i8]),
+        train: (&[T], &[i8]),
+        reverse: bool,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        let need = ((query.0.len() / 64).max(1), (train.0.len() / 64).max(1));
+        if slot(self)
             .as_ref()
             .is_none_or(|(a, b)| a.capacity < need.0 || b.capacity < need.1)
         {
-            self.q7_sides = Some((
+            let sides = (
                 Self::side(&self.gpu, need.0)?,
                 Self::side(&self.gpu, need.1)?,
-            ));
+            );
+            *slot(self) = Some(sides);
         }
-        let sides = self.q7_sides.take();
+        // Taken out for the run (which borrows `self` mutably) and put back afterwards.
+        let sides = slot(self).take();
         let result = match &sides {
-            Some((a, b)) => self.run(
-                (a, b),
-                (query.as_flattened(), query_signs),
-                (train.as_flattened(), train_signs),
-                reverse,
-                self.local_q7,
-                timings,
-            ),
+            Some((a, b)) => self.run((a, b), query, train, reverse, local, timings),
             None => Err(OpenClError::Unsupported("no descriptor buffers".into())),
         };
-        self.q7_sides = sides;
+        *slot(self) = sides;
         result
     }
 
