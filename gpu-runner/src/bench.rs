@@ -25,7 +25,7 @@ use crate::cli::BenchArgs;
 use crate::error::Error;
 use crate::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use crate::opencl::{
-    DetectOutput, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline,
+    DetectOutput, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamPipeline,
 };
 
 /// Where the benchmark frame is looked for (first hit wins): `$SURFCL_BENCH_IMAGE`, then the
@@ -181,17 +181,34 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     let mut stream_rows = Vec::new();
     if gpu_available && args.stream {
         println!(
-            "\nstream (SURF detect + describe + match to the previous frame, f32 descriptors)"
+            "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)"
         );
-        for size in &args.sizes {
-            stream_rows.push(bench_stream(
-                &source,
-                size.width,
-                size.height,
-                &params,
-                device,
-                args.frames.max(100),
-            )?);
+        for kind in [DetectorKind::Surf, DetectorKind::Harris] {
+            for size in &args.sizes {
+                let (w, h) = (size.width, size.height);
+                let detector = match kind {
+                    DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
+                        max_width: w,
+                        max_height: h,
+                        surf: params.surf,
+                        max_keypoints: params.max_keypoints,
+                        local_size: None,
+                    }),
+                    DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
+                        w,
+                        h,
+                        params.harris,
+                        params.max_keypoints,
+                    )),
+                };
+                stream_rows.push(bench_stream(
+                    &source,
+                    (w, h),
+                    detector,
+                    device,
+                    args.frames.max(100),
+                )?);
+            }
         }
     }
     let memory = if gpu_available {
@@ -435,12 +452,15 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// to its matches), after 5 warm-up frames.
 fn bench_stream(
     source: &image::GrayImage,
-    w: usize,
-    h: usize,
-    params: &DetectParams,
+    (w, h): (usize, usize),
+    detector: StreamDetector,
     device: Option<&str>,
     frames: usize,
 ) -> Result<Value, Error> {
+    let label = match detector {
+        StreamDetector::Surf(_) => "surf",
+        StreamDetector::Harris(_) => "harris",
+    };
     const SHIFT: usize = 16;
     let big = frame(source, w + SHIFT, h + SHIFT);
     let crops: Vec<Vec<u8>> = (0..SHIFT)
@@ -458,17 +478,7 @@ fn bench_stream(
         .iter()
         .map(|c| GrayImage::new(c, w, h))
         .collect::<Result<_, _>>()?;
-    let mut stream = StreamPipeline::open(
-        device,
-        PipelineConfig {
-            max_width: w,
-            max_height: h,
-            surf: params.surf,
-            max_keypoints: params.max_keypoints,
-            local_size: None,
-        },
-        MatchConfig::default(),
-    )?;
+    let mut stream = StreamPipeline::open_detector(device, detector, MatchConfig::default())?;
     let warm = 5;
     let sequence = (0..frames + warm).map(|k| images[k % images.len()]);
     let mut latencies = Vec::with_capacity(frames);
@@ -510,7 +520,7 @@ fn bench_stream(
     );
     let (kps, m) = (median(&mut keypoints), median(&mut matches));
     println!(
-        "  {w}x{h}: {fps:>8.1} frames/s, latency p50 {p50:.3} ms, p99 {p99:.3} ms ({frames} frames, median {kps} keypoints, {m} matches to the previous frame), {:.1} MiB device memory",
+        "  {label:<6} {w}x{h}: {fps:>8.1} frames/s, latency p50 {p50:.3} ms, p99 {p99:.3} ms ({frames} frames, median {kps} keypoints, {m} matches to the previous frame), {:.1} MiB device memory",
         stream.device_bytes() as f64 / (1024.0 * 1024.0)
     );
     let stage_ms: Vec<Value> = stages
@@ -530,7 +540,7 @@ fn bench_stream(
             .join(", ")
     );
     Ok(json!({
-        "width": w, "height": h, "frames": frames, "fps": fps, "stages_ms": stage_ms,
+        "detector": label, "width": w, "height": h, "frames": frames, "fps": fps, "stages_ms": stage_ms,
         "latency_p50_ms": p50, "latency_p99_ms": p99,
         "keypoints_median": kps, "matches_median": m,
         "device_bytes": stream.device_bytes(),

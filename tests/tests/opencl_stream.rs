@@ -3,10 +3,14 @@
 //! `match_f32` of each frame against the previous good one, and bad frames skipped without
 //! disturbing the stream.
 
+use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
-use surfcl_gpu::opencl::{OpenClError, Pipeline, PipelineConfig, StreamFrame, StreamPipeline};
+use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
+use surfcl_gpu::opencl::{
+    OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamFrame, StreamPipeline,
+};
 use surfcl_tests::require_opencl;
 
 /// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
@@ -166,4 +170,93 @@ fn stream_equals_frame_by_frame_and_skips_bad_frames() {
             previous = Some((f.keypoints.clone(), f.descriptors.clone()));
         }
     }
+}
+
+/// Harris streams: each frame's corners and descriptors equal `HarrisPipeline::detect` of that
+/// frame alone, matches equal the core's; a frame too large and an unreadable one (an `Err`
+/// item) are reported for their index and skipped.
+#[test]
+fn harris_stream_equals_frame_by_frame_and_skips_bad_frames() {
+    require_opencl();
+    let src = boat();
+    let (w, h) = (240, 180);
+    let crops: Vec<Vec<u8>> = [(0, 0), (5, 2), (11, 7)]
+        .iter()
+        .map(|&(dx, dy)| crop(&src, 200 + dx, 300 + dy, w, h))
+        .collect();
+    let config = HarrisPipelineConfig::new(w, h, HarrisConfig::default(), 250);
+    let mut single = HarrisPipeline::open(None, config).unwrap();
+    let reference: Vec<_> = crops
+        .iter()
+        .map(|c| single.detect(&GrayImage::new(c, w, h).unwrap()).unwrap())
+        .collect();
+
+    let matching = MatchConfig::default();
+    let mut stream =
+        StreamPipeline::open_detector(None, StreamDetector::Harris(config), matching).unwrap();
+    let too_wide = crop(&src, 200, 300, w + 4, h);
+    // Inputs: good, larger than the stream, good, unreadable (an empty file), good.
+    let inputs: Vec<Result<GrayImage<'_>, String>> = vec![
+        Ok(GrayImage::new(&crops[0], w, h).unwrap()),
+        Ok(GrayImage::new(&too_wide, w + 4, h).unwrap()),
+        Ok(GrayImage::new(&crops[1], w, h).unwrap()),
+        Err("empty file".to_string()),
+        Ok(GrayImage::new(&crops[2], w, h).unwrap()),
+    ];
+    let mut results = Vec::new();
+    stream.run(inputs, |i, r| {
+        results.push((i, r));
+        true
+    });
+    assert_eq!(
+        results.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
+    assert!(
+        matches!(results[1].1, Err(OpenClError::ImageTooLarge { .. })),
+        "{:?}",
+        results[1].1
+    );
+    assert!(
+        matches!(&results[3].1, Err(OpenClError::BadFrame(m)) if m.contains("empty file")),
+        "{:?}",
+        results[3].1
+    );
+    let good = [(0usize, 0usize), (2, 1), (4, 2)];
+    for (k, &(input, crop_index)) in good.iter().enumerate() {
+        let f = results[input].1.as_ref().unwrap();
+        let want = &reference[crop_index];
+        assert!(want.keypoints.len() > 50, "{}", want.keypoints.len());
+        assert_eq!(f.keypoints, want.keypoints, "frame {input}");
+        assert_eq!(f.descriptors, want.descriptors, "frame {input}");
+        if k == 0 {
+            assert_eq!(f.previous, None);
+        } else {
+            let (prev_input, prev_crop) = good[k - 1];
+            assert_eq!(f.previous, Some(prev_input));
+            let prev = &reference[prev_crop];
+            let core = core_matches(
+                &want.keypoints,
+                &want.descriptors,
+                &prev.keypoints,
+                &prev.descriptors,
+                &matching,
+            );
+            assert!(core.len() > 10, "frames should match: {}", core.len());
+            assert_eq!(f.matches, core, "frame {input}");
+        }
+    }
+}
+
+/// A Harris stream must describe its corners: without descriptors it is refused at creation.
+#[test]
+fn harris_stream_without_descriptors_is_refused() {
+    require_opencl();
+    let config = HarrisPipelineConfig {
+        describe: false,
+        ..HarrisPipelineConfig::new(64, 64, HarrisConfig::default(), 10)
+    };
+    let r =
+        StreamPipeline::open_detector(None, StreamDetector::Harris(config), MatchConfig::default());
+    assert!(matches!(r, Err(OpenClError::Unsupported(_))), "{r:?}");
 }

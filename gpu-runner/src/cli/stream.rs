@@ -1,6 +1,6 @@
 //! `surfcl stream DIR|FRAMES... [--max-size WxH] [--json FILE|-] [detect/match options]`:
-//! SURF on a sequence of frames with the OpenCL [`StreamPipeline`], each frame matched against
-//! the previous good one on the device. One line (and one JSON object) per frame; a frame that
+//! SURF or Harris (`--detector`) on a sequence of frames with the OpenCL [`StreamPipeline`],
+//! each frame matched against the previous good one on the device. One line (and one JSON object) per frame; a frame that
 //! cannot be read or processed (unreadable, larger than the pipeline) is reported and skipped,
 //! and the stream goes on.
 
@@ -11,10 +11,15 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::args::{DetectOptions, ImageSize, JsonTarget, MatchOptions};
+use surfcl_core::GrayImage;
+
 use crate::backend::{DescriptorKind, DetectorKind};
 use crate::error::Error;
-use crate::io::load_gray;
-use crate::opencl::{PipelineConfig, StreamPipeline};
+use crate::io::{OwnedGray, load_gray};
+use crate::opencl::harris::HarrisPipelineConfig;
+use crate::opencl::{
+    OpenClError, PipelineConfig, StreamDetector, StreamFrame, StreamInput, StreamPipeline,
+};
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]
@@ -26,7 +31,7 @@ pub struct StreamArgs {
     /// skipped.
     #[arg(long, value_name = "WxH")]
     pub max_size: Option<ImageSize>,
-    /// Detection options (SURF only; the OpenCL device).
+    /// Detection options (SURF or Harris; the OpenCL device).
     #[command(flatten)]
     pub detect: DetectOptions,
     /// Matching options (f32 descriptors).
@@ -62,14 +67,52 @@ fn name(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// Runs `surfcl stream`.
+impl StreamInput for OwnedGray {
+    fn frame(&self) -> Result<GrayImage<'_>, OpenClError> {
+        self.view()
+            .map_err(|e| OpenClError::BadFrame(e.to_string()))
+    }
+}
+
+/// One line and one JSON object for a processed or skipped frame.
+fn frame_row(
+    index: usize,
+    path: &Path,
+    result: Result<StreamFrame, OpenClError>,
+    previous_input: Option<usize>,
+) -> (String, Value, bool) {
+    match result {
+        Ok(f) => {
+            let prev = previous_input.map_or("-".to_string(), |p| format!("frame {p}"));
+            let line = format!(
+                "frame {index} {}: {} keypoints, {} matches to {prev}, {:.3} ms",
+                name(path),
+                f.keypoints.len(),
+                f.matches.len(),
+                f.latency_ms
+            );
+            let row = json!({
+                "index": index,
+                "path": name(path),
+                "keypoints": f.keypoints.iter().map(|k| json!([k.x, k.y, k.scale, k.orientation, k.response, k.laplacian])).collect::<Vec<_>>(),
+                "previous": previous_input,
+                "matches": f.matches.iter().map(|m| json!([m.query, m.train, m.distance])).collect::<Vec<_>>(),
+                "latency_ms": f.latency_ms,
+            });
+            (line, row, true)
+        }
+        Err(e) => (
+            format!("frame {index} {}: skipped: {e}", name(path)),
+            json!({"index": index, "path": name(path), "error": e.to_string()}),
+            false,
+        ),
+    }
+}
+
+/// Runs `surfcl stream`: frames are read one ahead of the device (the read and upload of frame
+/// `k + 1` overlap the kernels of frame `k`).
 pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
     let params = args.detect.params(DescriptorKind::F32)?;
-    if params.detector != DetectorKind::Surf {
-        return Err(Error::InvalidArgument(
-            "surfcl stream supports --detector surf only".into(),
-        ));
-    }
     let matching = args.matching.config()?;
     let json = JsonTarget::from_arg(&args.json);
     // With JSON on stdout the per-frame lines go to stderr.
@@ -84,62 +127,16 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
     if paths.is_empty() {
         return Err(Error::InvalidArgument("no frames given".into()));
     }
-    let mut stream: Option<StreamPipeline> = None;
     let mut rows: Vec<Value> = Vec::with_capacity(paths.len());
     let mut good = 0usize;
-    // The stream numbers the frames it was given; this maps its numbers to input positions.
-    let mut submitted: Vec<usize> = Vec::with_capacity(paths.len());
+    // The stream is made for the size of the first readable frame (or --max-size); frames
+    // before it that cannot be read are reported here.
+    let mut first = None;
     for (index, path) in paths.iter().enumerate() {
-        let gray = match load_gray(path) {
-            Ok(g) => g,
-            Err(e) => {
-                say(format!("frame {index} {}: skipped: {e}", name(path)));
-                rows.push(json!({"index": index, "path": name(path), "error": e.to_string()}));
-                continue;
-            }
-        };
-        if stream.is_none() {
-            let (max_width, max_height) = args
-                .max_size
-                .map_or((gray.width, gray.height), |s| (s.width, s.height));
-            stream = Some(StreamPipeline::open(
-                args.detect.device.as_deref(),
-                PipelineConfig {
-                    max_width,
-                    max_height,
-                    surf: params.surf,
-                    max_keypoints: params.max_keypoints,
-                    local_size: None,
-                },
-                matching,
-            )?);
-        }
-        let Some(s) = stream.as_mut() else {
-            continue;
-        };
-        submitted.push(index);
-        match s.process(&gray.view()?) {
-            Ok(f) => {
-                good += 1;
-                let previous = f.previous.and_then(|p| submitted.get(p).copied());
-                let prev = previous.map_or("-".to_string(), |p| format!("frame {p}"));
-                say(format!(
-                    "frame {index} {}: {} keypoints, {} matches to {prev}, {:.3} ms",
-                    name(path),
-                    f.keypoints.len(),
-                    f.matches.len(),
-                    f.latency_ms
-                ));
-                rows.push(json!({
-                    "index": index,
-                    "path": name(path),
-                    "width": gray.width,
-                    "height": gray.height,
-                    "keypoints": f.keypoints.iter().map(|k| json!([k.x, k.y, k.scale, k.orientation, k.response, k.laplacian])).collect::<Vec<_>>(),
-                    "previous": previous,
-                    "matches": f.matches.iter().map(|m| json!([m.query, m.train, m.distance])).collect::<Vec<_>>(),
-                    "latency_ms": f.latency_ms,
-                }));
+        match load_gray(path) {
+            Ok(g) => {
+                first = Some((index, g));
+                break;
             }
             Err(e) => {
                 say(format!("frame {index} {}: skipped: {e}", name(path)));
@@ -147,9 +144,61 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
             }
         }
     }
+    let mut device = None;
+    if let Some((offset, first_frame)) = first {
+        let (max_width, max_height) = args
+            .max_size
+            .map_or((first_frame.width, first_frame.height), |s| {
+                (s.width, s.height)
+            });
+        let detector = match params.detector {
+            DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
+                max_width,
+                max_height,
+                surf: params.surf,
+                max_keypoints: params.max_keypoints,
+                local_size: None,
+            }),
+            DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
+                max_width,
+                max_height,
+                params.harris,
+                params.max_keypoints,
+            )),
+        };
+        let mut stream =
+            StreamPipeline::open_detector(args.detect.device.as_deref(), detector, matching)?;
+        device = Some(stream.device_name());
+        let rest = paths[offset + 1..].iter().map(|p| load_gray(p));
+        let frames = std::iter::once(Ok(first_frame)).chain(rest);
+        let mut failures: Option<Error> = None;
+        stream.run(frames, |k, result| {
+            let index = offset + k;
+            let Some(path) = paths.get(index) else {
+                failures = Some(Error::InvalidArgument(format!(
+                    "frame {index} out of range"
+                )));
+                return false;
+            };
+            let previous = result
+                .as_ref()
+                .ok()
+                .and_then(|f| f.previous)
+                .map(|p| offset + p);
+            let (line, row, ok) = frame_row(index, path, result, previous);
+            good += usize::from(ok);
+            say(line);
+            rows.push(row);
+            true
+        });
+        if let Some(e) = failures {
+            return Err(e);
+        }
+    }
     if let Some(target) = &json {
         let text = serde_json::to_string_pretty(&json!({
-            "device": stream.as_ref().map(|s| s.pipeline().device_name()),
+            "device": device,
+            "detector": format!("{:?}", params.detector).to_lowercase(),
             "frames": rows,
         }))?;
         match target {

@@ -9,8 +9,9 @@ use super::OpenClError;
 
 /// Enqueues `kernel` on its queue over a 1-D range of `global` work-items in groups of `local`
 /// (`global` is rounded up to a multiple of `local`; every kernel bounds-checks its id), and
-/// records the command's event in `event` for profiling. With `wait`, the kernel starts only
-/// after that event (an upload on another queue) has completed.
+/// records the command's event in `event` for profiling. The kernel starts only after the
+/// events of `wait` (commands on other queues: an upload, a gather of the previous frame) have
+/// completed.
 ///
 /// Callers guarantee the invariant that makes this sound: every buffer argument of `kernel` was
 /// allocated by the same pipeline for its maximum frame size and capacities, and the scalar
@@ -19,7 +20,7 @@ pub(crate) fn launch_after(
     kernel: &Kernel,
     global: usize,
     local: usize,
-    wait: Option<&Event>,
+    wait: &[Event],
     event: &mut Event,
 ) -> Result<(), OpenClError> {
     let local = local.max(1);
@@ -29,16 +30,17 @@ pub(crate) fn launch_after(
     // capacities), and the pipeline sizes every buffer for its maximum frame and capacities, which
     // it checks before setting those scalars (see the doc comment above). Local memory arguments
     // are sized from the same `local` value passed here. The queue is in-order, so no kernel sees
-    // a buffer before the command that fills it has finished; a buffer filled on another queue is
-    // ordered by `wait`.
+    // a buffer before the command that fills it has finished; a buffer filled or read on another
+    // queue is ordered by `wait`.
     let cmd = kernel
         .cmd()
         .global_work_size(global)
         .local_work_size(local)
         .enew(event);
-    match wait {
-        Some(w) => unsafe { cmd.ewait(w).enq() },
-        None => unsafe { cmd.enq() },
+    if wait.is_empty() {
+        unsafe { cmd.enq() }
+    } else {
+        unsafe { cmd.ewait(wait).enq() }
     }
     .map_err(OpenClError::runtime("enqueue kernel"))
 }
@@ -50,7 +52,7 @@ pub(crate) fn launch(
     local: usize,
     event: &mut Event,
 ) -> Result<(), OpenClError> {
-    launch_after(kernel, global, local, None, event)
+    launch_after(kernel, global, local, &[], event)
 }
 
 /// Maps a whole staging buffer (made with `CL_MEM_ALLOC_HOST_PTR`: pinned host memory on

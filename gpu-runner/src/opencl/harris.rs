@@ -33,7 +33,7 @@ use ocl::{Buffer, Event, Kernel, MemMap, Program, Queue};
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
 use surfcl_core::{DESCRIPTOR_LEN, GrayImage, Keypoint};
 
-use super::enqueue::{launch, map_staging};
+use super::enqueue::{launch_after, map_staging};
 use super::pipeline::{DetectOutput, Gpu, event_ms};
 use super::{OpenClError, SETUP_LOCK};
 use crate::backend::StageTiming;
@@ -565,10 +565,8 @@ impl HarrisPipeline {
         Ok(())
     }
 
-    /// Detects the Harris corners of one frame (strongest first, as the core's `harris::detect`
-    /// into a sorted `KeypointBuffer`) and, when configured, their upright SURF-64 descriptors.
-    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
-        let (w, h) = (image.width(), image.height());
+    /// Checks a frame size against the pipeline's maximum.
+    pub(crate) fn check_size(&self, w: usize, h: usize) -> Result<(), OpenClError> {
         if w > self.config.max_width || h > self.config.max_height {
             return Err(OpenClError::ImageTooLarge {
                 width: w,
@@ -577,21 +575,34 @@ impl HarrisPipeline {
                 max_height: self.config.max_height,
             });
         }
-        let t0 = Instant::now();
+        Ok(())
+    }
+
+    /// Enqueues the kernels of one `w x h` frame whose pixels are in `input` (the pipeline's
+    /// own image buffer when `None`); the first kernel waits for the events of `wait`.
+    pub(crate) fn enqueue_kernels(
+        &mut self,
+        input: Option<&Buffer<u8>>,
+        w: usize,
+        h: usize,
+        wait: &[Event],
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
         self.set_frame_args(w as i32, h as i32)?;
-        let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
-        let n = image.pixels().len();
-        self.stage_in[..n].copy_from_slice(image.pixels());
-        let mut ev = Event::empty();
-        self.image
-            .write(&self.stage_in[..n])
-            .enew(&mut ev)
-            .enq()
-            .map_err(OpenClError::runtime("upload image"))?;
-        events.push(("upload", ev));
+        let image = input.unwrap_or(&self.image);
+        self.k_gradients
+            .set_arg(0, image)
+            .map_err(OpenClError::runtime("set kernel arguments"))?;
+        if let Some(s) = &self.surf {
+            s.rows
+                .set_arg(0, image)
+                .map_err(OpenClError::runtime("set kernel arguments"))?;
+        }
+        // Only the first kernel waits (the queue is in order).
+        let mut wait = Some(wait);
         let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
             let mut ev = Event::empty();
-            launch(kernel, global, local, &mut ev)?;
+            launch_after(kernel, global, local, wait.take().unwrap_or(&[]), &mut ev)?;
             events.push((name, ev));
             Ok::<(), OpenClError>(())
         };
@@ -622,6 +633,15 @@ impl HarrisPipeline {
                 s.descriptor_local,
             )?;
         }
+        Ok(())
+    }
+
+    /// Reads back the header and the kept records (blocking) into the pinned staging buffer and
+    /// returns the number of candidates; records the frame's statistics.
+    pub(crate) fn read_results(
+        &mut self,
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<usize, OpenClError> {
         let n_max = self.config.max_keypoints;
         // One readback of the header and as many records as the last frame had (plus margin);
         // a second one only when this frame has more.
@@ -654,8 +674,6 @@ impl HarrisPipeline {
             events.push(("readback", ev));
         }
         self.read_hint = (kept + kept / 4 + 64).min(n_max);
-        self.last_size = (w, h);
-        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         let max_bits = self.stage_out[H_MAX];
         let max_response = f32::from_bits(if max_bits & 0x8000_0000 != 0 {
             max_bits & 0x7fff_ffff
@@ -669,7 +687,31 @@ impl HarrisPipeline {
                 HarrisThreshold::Relative(f) => f * max_response,
             },
         };
+        Ok(found)
+    }
 
+    /// Records the size of the last frame (for [`Self::read_responses`]).
+    pub(crate) fn set_last_size(&mut self, w: usize, h: usize) {
+        self.last_size = (w, h);
+    }
+
+    /// The device buffer of the last frame's results (header, then kept records).
+    pub(crate) fn result_buffer(&self) -> &Buffer<u32> {
+        &self.result
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Builds the frame's output from the staged readback.
+    pub(crate) fn output(
+        &self,
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
+        let kept = found.min(self.config.max_keypoints);
         let mut keypoints = Vec::with_capacity(kept);
         let mut descriptors = Vec::with_capacity(if self.config.describe { kept } else { 0 });
         for r in 0..kept {
@@ -695,7 +737,7 @@ impl HarrisPipeline {
             }
         }
         let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
-        for (name, ev) in &events {
+        for (name, ev) in events {
             let ms = event_ms(ev)?;
             match timings.last_mut() {
                 Some(t) if t.name == *name => t.ms += ms,
@@ -713,6 +755,29 @@ impl HarrisPipeline {
             timings,
             wall_ms,
         })
+    }
+
+    /// Detects the Harris corners of one frame (strongest first, as the core's `harris::detect`
+    /// into a sorted `KeypointBuffer`) and, when configured, their upright SURF-64 descriptors.
+    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
+        let (w, h) = (image.width(), image.height());
+        self.check_size(w, h)?;
+        let t0 = Instant::now();
+        let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
+        let n = image.pixels().len();
+        self.stage_in[..n].copy_from_slice(image.pixels());
+        let mut ev = Event::empty();
+        self.image
+            .write(&self.stage_in[..n])
+            .enew(&mut ev)
+            .enq()
+            .map_err(OpenClError::runtime("upload image"))?;
+        events.push(("upload", ev));
+        self.enqueue_kernels(None, w, h, &[], &mut events)?;
+        let found = self.read_results(&mut events)?;
+        self.last_size = (w, h);
+        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        self.output(found, &events, wall_ms)
     }
 
     /// The response map `R` of the last frame, row-major (an extra readback; for tests).

@@ -112,6 +112,22 @@ impl GpuMatcher {
         })
     }
 
+    /// Submits the commands enqueued so far on the matcher's queue to the device.
+    pub(crate) fn flush(&self) -> Result<(), OpenClError> {
+        self.gpu
+            .queue
+            .flush()
+            .map_err(OpenClError::runtime("flush matcher queue"))
+    }
+
+    /// Waits for every command enqueued on the matcher's queue.
+    pub(crate) fn finish(&self) -> Result<(), OpenClError> {
+        self.gpu
+            .queue
+            .finish()
+            .map_err(OpenClError::runtime("wait for matcher queue"))
+    }
+
     /// The device, as "platform / device".
     pub fn device_name(&self) -> String {
         format!(
@@ -225,18 +241,17 @@ impl GpuMatcher {
         Ok(())
     }
 
-    /// Runs the 2-NN kernels on descriptors already on the device (`a` queries, `b` trains)
-    /// and reads back the forward result and, with `reverse`, the nearest query of each train.
-    #[allow(clippy::too_many_arguments)]
-    fn run_device<T: Element>(
+    /// Enqueues the 2-NN kernels on descriptors already on the device (`a` queries, `b`
+    /// trains): the forward result and, with `reverse`, the nearest query of every train, into
+    /// the result buffer (read by [`Self::read_device`]).
+    fn enqueue_device<T: Element>(
         &mut self,
         a: (&Buffer<T>, &Buffer<i8>, usize),
         b: (&Buffer<T>, &Buffer<i8>, usize),
         reverse: bool,
         local: usize,
-        mut events: Vec<(&'static str, Event)>,
-        timings: &mut Vec<StageTiming>,
-    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
         let (nq, nt) = (a.2, b.2);
         let words = 3 * (nq + if reverse { nt } else { 0 });
         let part = self.partial_words(nq, nt, local).max(if reverse {
@@ -248,23 +263,32 @@ impl GpuMatcher {
         let Some((out, _)) = self.out.as_ref() else {
             return Err(OpenClError::Unsupported("no result buffer".into()));
         };
-        self.enqueue_nn2(a, b, out, 0, words, local, "match_2nn", &mut events)?;
+        self.enqueue_nn2(a, b, out, 0, words, local, "match_2nn", events)?;
         if reverse && nt > 0 {
-            self.enqueue_nn2(
-                b,
-                a,
-                out,
-                3 * nq,
-                words,
-                local,
-                "match_reverse",
-                &mut events,
-            )?;
+            self.enqueue_nn2(b, a, out, 3 * nq, words, local, "match_reverse", events)?;
         }
+        Ok(())
+    }
+
+    /// Reads back (blocking) what [`Self::enqueue_device`] computed for `nq` queries and `nt`
+    /// trains, and appends the device time of `events` to `timings`.
+    fn read_device(
+        &self,
+        nq: usize,
+        nt: usize,
+        reverse: bool,
+        mut events: Vec<(&'static str, Event)>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        let words = 3 * (nq + if reverse { nt } else { 0 });
         let mut host = vec![0u32; words];
         if words > 0 {
+            let Some((out, _)) = self.out.as_ref() else {
+                return Err(OpenClError::Unsupported("no result buffer".into()));
+            };
             let mut ev = Event::empty();
             out.read(&mut host)
+                .queue(&self.gpu.queue)
                 .enew(&mut ev)
                 .enq()
                 .map_err(OpenClError::runtime("read back matches"))?;
@@ -279,6 +303,20 @@ impl GpuMatcher {
         let fwd = split(&host[..3 * nq]);
         let rev = reverse.then(|| split(&host[3 * nq..]));
         Ok((fwd, rev))
+    }
+
+    /// [`Self::enqueue_device`] then [`Self::read_device`].
+    fn run_device<T: Element>(
+        &mut self,
+        a: (&Buffer<T>, &Buffer<i8>, usize),
+        b: (&Buffer<T>, &Buffer<i8>, usize),
+        reverse: bool,
+        local: usize,
+        mut events: Vec<(&'static str, Event)>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        self.enqueue_device(a, b, reverse, local, &mut events)?;
+        self.read_device(a.2, b.2, reverse, events, timings)
     }
 
     /// Uploads flat descriptors (`64` per entry) and signs, then runs [`Self::run_device`].
@@ -350,22 +388,33 @@ impl GpuMatcher {
         Ok(())
     }
 
-    /// Matches `f32` descriptors already on the device (`query` and `train`: descriptors,
-    /// signs, count) with the semantics of `surfcl_core::matcher::match_f32`.
-    pub(crate) fn match_device_f32(
+    /// Enqueues the matching of `f32` descriptors already on the device (`query` and `train`:
+    /// descriptors, signs, count) with the semantics of `surfcl_core::matcher::match_f32`; the
+    /// matches come from [`Self::finish_device_f32`] with the same counts and configuration.
+    pub(crate) fn enqueue_device_f32(
         &mut self,
         query: (&Buffer<f32>, &Buffer<i8>, usize),
         train: (&Buffer<f32>, &Buffer<i8>, usize),
         config: &MatchConfig,
-        events: Vec<(&'static str, Event)>,
-        timings: &mut Vec<StageTiming>,
-    ) -> Result<Vec<Match>, OpenClError> {
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
         config
             .validate()
             .map_err(|e| OpenClError::Unsupported(format!("matcher configuration: {e}")))?;
         let local = self.local_f32;
+        self.enqueue_device(query, train, config.cross_check, local, events)
+    }
+
+    /// Waits for what [`Self::enqueue_device_f32`] enqueued and makes the matches.
+    pub(crate) fn finish_device_f32(
+        &self,
+        counts: (usize, usize),
+        config: &MatchConfig,
+        events: Vec<(&'static str, Event)>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<Vec<Match>, OpenClError> {
         let (fwd, rev) =
-            self.run_device(query, train, config.cross_check, local, events, timings)?;
+            self.read_device(counts.0, counts.1, config.cross_check, events, timings)?;
         Ok(decide(&fwd, rev.as_ref(), config, Metric::F32))
     }
 

@@ -26,7 +26,7 @@ mod stream;
 pub use backend::OpenClBackend;
 pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
 pub use pipeline::{DetectOutput, Pipeline, PipelineConfig};
-pub use stream::{StreamFrame, StreamPipeline};
+pub use stream::{StreamDetector, StreamFrame, StreamInput, StreamPipeline};
 
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};
 use ocl::flags::DeviceType;
@@ -70,6 +70,9 @@ pub enum OpenClError {
         /// Pipeline maximum height.
         max_height: usize,
     },
+    /// A frame of a stream could not be had (unreadable file, decoding error).
+    #[error("bad frame: {0}")]
+    BadFrame(String),
     /// A device buffer could not be allocated.
     #[error("cannot allocate {bytes} bytes of device memory for {what}: {message}")]
     Allocation {

@@ -177,6 +177,21 @@ impl Gpu {
         })
     }
 
+    /// The same context and device with a second in-order, profiling queue (commands that may
+    /// overlap this one's: the stream's matching).
+    pub(crate) fn with_second_queue(&self, what: &'static str) -> Result<Self, OpenClError> {
+        let queue = Queue::new(
+            &self.context,
+            self.selected.device,
+            Some(CommandQueueProperties::new().profiling()),
+        )
+        .map_err(OpenClError::runtime(what))?;
+        Ok(Self {
+            queue,
+            ..self.clone()
+        })
+    }
+
     /// Builds one kernel file, surfacing the compiler log on failure.
     pub(crate) fn program(&self, file: &'static str, src: &str) -> Result<Program, OpenClError> {
         // Building programs from several threads at once crashes PoCL 5 (seen as SIGSEGV when
@@ -766,13 +781,13 @@ impl Pipeline {
     }
 
     /// Enqueues the kernels of one `w x h` frame whose pixels are in `input` (the pipeline's
-    /// own image buffer when `None`); with `wait`, the first kernel waits for that event.
+    /// own image buffer when `None`); the first kernel waits for the events of `wait`.
     pub(crate) fn enqueue_kernels(
         &mut self,
         input: Option<&Buffer<u8>>,
         w: usize,
         h: usize,
-        wait: Option<&Event>,
+        wait: &[Event],
         events: &mut Vec<(&'static str, Event)>,
     ) -> Result<(), OpenClError> {
         let surf = self.config.surf;
@@ -781,16 +796,13 @@ impl Pipeline {
         self.k_rows
             .set_arg(0, input.unwrap_or(&self.image))
             .map_err(OpenClError::runtime("set kernel arguments"))?;
-        let mut run = |name: &'static str,
-                       kernel: &Kernel,
-                       global: usize,
-                       local: usize,
-                       wait: Option<&Event>| {
-            let mut ev = Event::empty();
-            launch_after(kernel, global, local, wait, &mut ev)?;
-            events.push((name, ev));
-            Ok::<(), OpenClError>(())
-        };
+        let mut run =
+            |name: &'static str, kernel: &Kernel, global: usize, local: usize, wait: &[Event]| {
+                let mut ev = Event::empty();
+                launch_after(kernel, global, local, wait, &mut ev)?;
+                events.push((name, ev));
+                Ok::<(), OpenClError>(())
+            };
         let l = self.local;
         run("integral_rows", &self.k_rows, h * l.rows, l.rows, wait)?;
         run(
@@ -798,7 +810,7 @@ impl Pipeline {
             &self.k_cols,
             w.div_ceil(l.col_width) * l.cols,
             l.cols,
-            None,
+            &[],
         )?;
         if grids.total > 0 {
             let (hn, nn) = if surf.precision == Precision::Packed8 {
@@ -806,8 +818,8 @@ impl Pipeline {
             } else {
                 ("hessian_f32", "nms_f32")
             };
-            run(hn, &self.k_hessian, grids.total, l.hessian, None)?;
-            run(nn, &self.k_nms, 2 * grids.total, l.nms, None)?;
+            run(hn, &self.k_hessian, grids.total, l.hessian, &[])?;
+            run(nn, &self.k_nms, 2 * grids.total, l.nms, &[])?;
             let cand_bound = grids.max_candidates().min(self.cand_capacity);
             // Slices per candidate block: enough groups for ~4 per compute unit at the last
             // frame's candidate count (the result does not depend on it).
@@ -822,16 +834,16 @@ impl Pipeline {
                 &self.k_select,
                 cand_bound.div_ceil(l.select) * slices * l.select,
                 l.select,
-                None,
+                &[],
             )?;
-            run("select", &self.k_scatter, cand_bound, l.select, None)?;
+            run("select", &self.k_scatter, cand_bound, l.select, &[])?;
             if !surf.upright {
                 run(
                     "orientation",
                     &self.k_orientation,
                     self.groups * l.orientation,
                     l.orientation,
-                    None,
+                    &[],
                 )?;
             }
             run(
@@ -839,7 +851,7 @@ impl Pipeline {
                 &self.k_descriptor,
                 self.groups * l.descriptor,
                 l.descriptor,
-                None,
+                &[],
             )?;
         }
         Ok(())
@@ -890,11 +902,6 @@ impl Pipeline {
     /// The device buffer of the last frame's results (header, then kept records).
     pub(crate) fn result_buffer(&self) -> &Buffer<u32> {
         &self.result
-    }
-
-    /// The queue every kernel of the pipeline runs on.
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.gpu.queue
     }
 
     pub(crate) fn gpu(&self) -> &Gpu {
@@ -957,7 +964,7 @@ impl Pipeline {
             .map_err(OpenClError::runtime("upload image"))?;
         events.push(("upload", ev));
         let found = loop {
-            self.enqueue_kernels(None, w, h, None, &mut events)?;
+            self.enqueue_kernels(None, w, h, &[], &mut events)?;
             if let Some(found) = self.read_results(&mut events)? {
                 break found;
             }
