@@ -6,6 +6,7 @@
 use ocl::{Buffer, Event, Kernel, MemMap, OclPrm, Queue};
 
 use super::OpenClError;
+use super::inject::{self, FaultPoint};
 
 /// Enqueues `kernel` on its queue over a 1-D range of `global` work-items in groups of `local`
 /// (`global` is rounded up to a multiple of `local`; every kernel bounds-checks its id), and
@@ -23,6 +24,7 @@ pub(crate) fn launch_after(
     wait: &[Event],
     event: &mut Event,
 ) -> Result<(), OpenClError> {
+    inject::runtime(FaultPoint::Enqueue, "enqueue kernel")?;
     let local = local.max(1);
     let global = global.div_ceil(local).max(1) * local;
     // SAFETY: the kernels of kernels/*.cl read and write only inside the index ranges implied by
@@ -85,6 +87,7 @@ pub(crate) fn upload_async(
             dst.len()
         )));
     }
+    inject::runtime(FaultPoint::Upload, "upload frame")?;
     // SAFETY: the length is checked above; the lifetime and no-modification rule is the
     // caller's documented obligation (the staging map is owned next to the event and is only
     // rewritten after waiting on it).

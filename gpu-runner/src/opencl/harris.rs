@@ -34,6 +34,7 @@ use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
 use surfcl_core::{DESCRIPTOR_LEN, GrayImage, Keypoint};
 
 use super::enqueue::{launch_after, map_staging};
+use super::inject::{self, FaultPoint};
 use super::pipeline::{DetectOutput, Gpu, event_ms};
 use super::{OpenClError, SETUP_LOCK};
 use crate::backend::StageTiming;
@@ -254,6 +255,13 @@ fn build_program(
     options: &str,
 ) -> Result<Program, OpenClError> {
     // PoCL crashes when programs are built from several threads at once (see `Gpu::program`).
+    if let Some(log) = inject::check(FaultPoint::Build) {
+        return Err(OpenClError::Build {
+            file,
+            device: gpu.selected.info.name.clone(),
+            log,
+        });
+    }
     let _guard = SETUP_LOCK
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -647,6 +655,7 @@ impl HarrisPipeline {
         // a second one only when this frame has more.
         let guess = self.read_hint.min(n_max);
         let first = HEADER_WORDS + guess * RECORD_WORDS;
+        inject::runtime(FaultPoint::Readback, "read back results")?;
         let mut ev = Event::empty();
         self.result
             .read(&mut self.stage_out[..first])
@@ -766,6 +775,7 @@ impl HarrisPipeline {
         let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(10);
         let n = image.pixels().len();
         self.stage_in[..n].copy_from_slice(image.pixels());
+        inject::runtime(FaultPoint::Upload, "upload image")?;
         let mut ev = Event::empty();
         self.image
             .write(&self.stage_in[..n])

@@ -19,6 +19,7 @@ use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
 use super::enqueue::launch;
+use super::inject::{self, FaultPoint};
 use super::pipeline::{Gpu, stage_timings};
 use crate::backend::StageTiming;
 
@@ -63,6 +64,8 @@ pub struct GpuMatcher {
     f32_sides: Option<Sides<f32>>,
     q7_sides: Option<Sides<i8>>,
     out: Option<(Buffer<u32>, usize)>,
+    /// The stream's gather kernel, made on first use.
+    gather_kernel: Option<Kernel>,
 }
 
 /// The device buffers of the query and the train side for one descriptor type.
@@ -109,6 +112,7 @@ impl GpuMatcher {
             f32_sides: None,
             q7_sides: None,
             out: None,
+            gather_kernel: None,
         })
     }
 
@@ -281,6 +285,7 @@ impl GpuMatcher {
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
         let words = 3 * (nq + if reverse { nt } else { 0 });
+        inject::runtime(FaultPoint::Readback, "read back matches")?;
         let mut host = vec![0u32; words];
         if words > 0 {
             let Some((out, _)) = self.out.as_ref() else {
@@ -331,6 +336,7 @@ impl GpuMatcher {
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
         let mut events: Vec<(&'static str, Event)> = Vec::new();
+        inject::runtime(FaultPoint::Upload, "upload descriptors")?;
         let up = |e: ocl::Error| OpenClError::runtime("upload descriptors")(e);
         for (side, (desc, sign)) in [(sides.0, query), (sides.1, train)] {
             if !sign.is_empty() {
@@ -355,7 +361,7 @@ impl GpuMatcher {
     /// Enqueues the copy of the descriptors and signs of the first `n` records of a SURF
     /// result buffer into `dst` (device to device).
     pub(crate) fn gather(
-        &self,
+        &mut self,
         result: &Buffer<u32>,
         n: usize,
         sign_test: bool,
@@ -371,19 +377,34 @@ impl GpuMatcher {
                 dst.1.len()
             )));
         }
-        let k = Kernel::builder()
-            .program(&self.program)
-            .name("gather_records")
-            .queue(self.gpu.queue.clone())
-            .arg(result)
-            .arg(n as u32)
-            .arg(i32::from(sign_test))
-            .arg(dst.0)
-            .arg(dst.1)
-            .build()
-            .map_err(OpenClError::runtime("build gather kernel"))?;
+        // Made once and re-pointed per frame: creating a kernel object costs more than the
+        // gather itself on a GPU.
+        let k = match self.gather_kernel.take() {
+            Some(k) => {
+                k.set_arg(0, result)
+                    .and_then(|_| k.set_arg(1, n as u32))
+                    .and_then(|_| k.set_arg(2, i32::from(sign_test)))
+                    .and_then(|_| k.set_arg(3, dst.0))
+                    .and_then(|_| k.set_arg(4, dst.1))
+                    .map_err(OpenClError::runtime("set gather arguments"))?;
+                k
+            }
+            None => Kernel::builder()
+                .program(&self.program)
+                .name("gather_records")
+                .queue(self.gpu.queue.clone())
+                .arg(result)
+                .arg(n as u32)
+                .arg(i32::from(sign_test))
+                .arg(dst.0)
+                .arg(dst.1)
+                .build()
+                .map_err(OpenClError::runtime("build gather kernel"))?,
+        };
         let mut ev = Event::empty();
-        launch(&k, 64 * n, 256, &mut ev)?;
+        let launched = launch(&k, 64 * n, 256, &mut ev);
+        self.gather_kernel = Some(k);
+        launched?;
         events.push(("gather", ev));
         Ok(())
     }

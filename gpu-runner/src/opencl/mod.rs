@@ -19,6 +19,7 @@
 mod backend;
 mod enqueue;
 pub mod harris;
+pub mod inject;
 mod matcher;
 mod pipeline;
 mod stream;

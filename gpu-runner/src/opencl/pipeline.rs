@@ -35,6 +35,7 @@ use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, response_norm};
 use surfcl_core::{DESCRIPTOR_LEN, Descriptor, GrayImage, Keypoint};
 
 use super::enqueue::{launch_after, map_staging};
+use super::inject::{self, FaultPoint};
 use super::{OpenClError, Selected};
 use crate::backend::StageTiming;
 
@@ -197,6 +198,13 @@ impl Gpu {
         // Building programs from several threads at once crashes PoCL 5 (seen as SIGSEGV when
         // the tests run in parallel): builds are serialised process-wide. They happen once per
         // pipeline, so this costs nothing per frame.
+        if let Some(log) = inject::check(FaultPoint::Build) {
+            return Err(OpenClError::Build {
+                file,
+                device: self.selected.info.name.clone(),
+                log,
+            });
+        }
         let _guard = super::SETUP_LOCK
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -226,6 +234,9 @@ impl Gpu {
             bytes,
             message,
         };
+        if let Some(message) = inject::check(FaultPoint::Allocate) {
+            return Err(fail(message));
+        }
         if bytes > self.max_alloc {
             return Err(fail(format!(
                 "larger than the device's largest allocation ({} bytes)",
@@ -869,6 +880,7 @@ impl Pipeline {
         let n_max = self.config.max_keypoints;
         let guess = self.read_hint.min(n_max);
         let first = HEADER_WORDS + guess * RECORD_WORDS;
+        inject::runtime(FaultPoint::Readback, "read back results")?;
         let mut ev = Event::empty();
         self.result
             .read(&mut self.stage_out[..first])
@@ -956,6 +968,7 @@ impl Pipeline {
         let t0 = Instant::now();
         let mut events: Vec<(&'static str, Event)> = Vec::with_capacity(12);
         self.stage(image);
+        inject::runtime(FaultPoint::Upload, "upload image")?;
         let mut ev = Event::empty();
         self.image
             .write(&self.stage_in[..w * h])

@@ -11,12 +11,14 @@
 //! ordered on the device by events:
 //! 1. read back the results of `k` (the only blocking wait);
 //! 2. on the matcher queue: gather the descriptors of `k` from the result buffer into its
-//!    descriptor set, then the 2-NN of `k` against `k - 1` (both sets stay on the device);
+//!    descriptor set;
 //! 3. on the detector queue: the kernels of `k + 1` (already uploaded), after the gather of `k`
 //!    (they overwrite the result buffer the gather reads);
-//! 4. on the host, while the device runs 2 and 3: the keypoints of `k`, then the 2-NN readback
+//! 4. on the matcher queue: the 2-NN of `k` against `k - 1` (both sets stay on the device),
+//!    running beside the kernels of `k + 1`;
+//! 5. on the host, while the device runs 3 and 4: the keypoints of `k`, then the 2-NN readback
 //!    (3 words per keypoint) and the core's ratio/mutual decisions (as in [`GpuMatcher`]);
-//! 5. copy frame `k + 2` into the staging buffer `k` used and start its upload.
+//! 6. copy frame `k + 2` into the staging buffer `k` used and start its upload.
 //!
 //! So the device always has the next frame's kernels queued when the host finishes a frame, and
 //! the upload of a frame overlaps the kernels of the one before.
@@ -469,8 +471,10 @@ impl StreamPipeline {
             Some((set, _, _)) => set ^ 1,
             None => 0,
         };
+        // The gather first, then the next frame's kernels (the critical path: they wait only for
+        // the gather), then the matching, which runs beside them on the matcher queue.
         let mut match_events = Vec::new();
-        let enqueued = self
+        let gathered = self
             .matcher
             .gather(
                 self.detector.result_buffer(),
@@ -479,6 +483,13 @@ impl StreamPipeline {
                 (&self.sets[cur].0, &self.sets[cur].1),
                 &mut match_events,
             )
+            .and_then(|()| self.matcher.flush());
+        let gather = match_events
+            .iter()
+            .find(|(name, _)| *name == "gather")
+            .map(|(_, ev)| ev.clone());
+        let next = self.start_pending(next, gather.as_ref());
+        let enqueued = gathered
             .and_then(|()| match self.previous {
                 Some((set, count, _)) => self.matcher.enqueue_device_f32(
                     (&self.sets[cur].0, &self.sets[cur].1, n),
@@ -489,13 +500,6 @@ impl StreamPipeline {
                 None => Ok(()),
             })
             .and_then(|()| self.matcher.flush());
-        let gather = match_events
-            .iter()
-            .find(|(name, _)| *name == "gather")
-            .map(|(_, ev)| ev.clone());
-        // The next frame's kernels go in now, so the device has work while the host finishes
-        // this frame.
-        let next = self.start_pending(next, gather.as_ref());
         if let Err(e) = enqueued {
             return (Err(e), next);
         }

@@ -1,0 +1,378 @@
+//! Fault injection inside the OpenCL backend (`surfcl_gpu::opencl::inject`), on PoCL in CI: a
+//! failed buffer allocation, program build, upload, kernel enqueue or readback surfaces as the
+//! typed error of that operation; nothing partial is returned; the pipeline gives exactly the
+//! reference results for the next frames (or, when it failed while being made, can be made
+//! again); a stream skips the one failed frame and matches the next good frame against the last
+//! good one; the CLI exits non-zero with the reason.
+
+use std::process::Command;
+
+use surfcl_core::harris::HarrisConfig;
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::surf::SurfConfig;
+use surfcl_core::{Descriptor, GrayImage, Keypoint};
+use surfcl_gpu::io::OwnedGray;
+use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
+use surfcl_gpu::opencl::inject::{
+    CL_FAULT_ENV, ClFaultPlan, FaultPoint, INJECTED, clear_plan, set_plan,
+};
+use surfcl_gpu::opencl::{
+    DetectOutput, GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig, StreamDetector,
+    StreamFrame, StreamPipeline,
+};
+use surfcl_tests::{boat_image, require_opencl};
+
+const W: usize = 200;
+const H: usize = 160;
+
+/// A `W x H` crop of boat image 1 at `(x, y)`: consecutive offsets overlap, so frames match.
+fn crop(x: usize, y: usize) -> OwnedGray {
+    let img = boat_image(1).unwrap();
+    let mut pixels = Vec::with_capacity(W * H);
+    for row in y..y + H {
+        pixels.extend_from_slice(&img.pixels[row * img.width + x..][..W]);
+    }
+    OwnedGray {
+        width: W,
+        height: H,
+        pixels,
+    }
+}
+
+fn frames() -> Vec<OwnedGray> {
+    [(300, 200), (306, 203), (311, 207), (317, 210), (322, 214)]
+        .iter()
+        .map(|&(x, y)| crop(x, y))
+        .collect()
+}
+
+fn surf_config() -> PipelineConfig {
+    PipelineConfig {
+        max_width: W,
+        max_height: H,
+        surf: SurfConfig::default(),
+        max_keypoints: 300,
+        local_size: None,
+    }
+}
+
+fn harris_config() -> HarrisPipelineConfig {
+    HarrisPipelineConfig::new(W, H, HarrisConfig::default(), 300)
+}
+
+fn plan(point: FaultPoint, nth: u32) {
+    set_plan(ClFaultPlan { point, nth });
+}
+
+/// Whether `e` is the typed error of an injected failure at `point`.
+fn is_injected(e: &OpenClError, point: FaultPoint) -> bool {
+    let typed = match point {
+        FaultPoint::Allocate => matches!(e, OpenClError::Allocation { .. }),
+        FaultPoint::Build => matches!(e, OpenClError::Build { .. }),
+        FaultPoint::Upload | FaultPoint::Enqueue | FaultPoint::Readback => {
+            matches!(e, OpenClError::Runtime { .. })
+        }
+    };
+    typed && e.to_string().contains(INJECTED)
+}
+
+fn same(a: &DetectOutput, b: &DetectOutput) -> bool {
+    a.keypoints == b.keypoints && a.descriptors == b.descriptors && a.candidates == b.candidates
+}
+
+/// Per-frame faults (upload, every kernel enqueue of a frame, readback) on the SURF and the
+/// Harris pipeline: a typed error for that frame, then the reference results again.
+#[test]
+fn frame_faults_are_typed_and_the_pipeline_stays_usable() {
+    require_opencl();
+    let frames = frames();
+    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let mut surf_ref = Pipeline::open(None, surf_config()).unwrap();
+    let mut harris_ref = HarrisPipeline::open(None, harris_config()).unwrap();
+    let want_surf: Vec<_> = views.iter().map(|v| surf_ref.detect(v).unwrap()).collect();
+    let want_harris: Vec<_> = views
+        .iter()
+        .map(|v| harris_ref.detect(v).unwrap())
+        .collect();
+    assert!(want_surf[1].keypoints.len() > 20 && want_harris[1].keypoints.len() > 20);
+
+    let mut surf = Pipeline::open(None, surf_config()).unwrap();
+    let mut harris = HarrisPipeline::open(None, harris_config()).unwrap();
+    // Enqueue faults at the first, a middle and the last kernel of a frame (SURF: 8, Harris:
+    // 7 kernels), and one beyond the frame's kernels, which must not fire in that frame.
+    let cases = [
+        (FaultPoint::Upload, 1),
+        (FaultPoint::Enqueue, 1),
+        (FaultPoint::Enqueue, 4),
+        (FaultPoint::Enqueue, 7),
+        (FaultPoint::Readback, 1),
+    ];
+    for (point, nth) in cases {
+        for name in ["surf", "harris"] {
+            let mut detect = |v: &GrayImage<'_>| match name {
+                "surf" => surf.detect(v),
+                _ => harris.detect(v),
+            };
+            let want = if name == "surf" {
+                &want_surf
+            } else {
+                &want_harris
+            };
+            assert!(same(&detect(&views[0]).unwrap(), &want[0]));
+            plan(point, nth);
+            let failed = detect(&views[1]);
+            assert!(
+                !clear_plan(),
+                "{name}: {point}:{nth} did not fire within one frame"
+            );
+            match failed {
+                Err(e) => assert!(is_injected(&e, point), "{name} {point}:{nth}: {e}"),
+                Ok(_) => panic!("{name} {point}:{nth}: the frame succeeded"),
+            }
+            // The next frames are exactly the reference ones.
+            for k in [1, 2] {
+                let got = detect(&views[k]).unwrap();
+                assert!(
+                    same(&got, &want[k]),
+                    "{name} after {point}:{nth}, frame {k}"
+                );
+            }
+        }
+    }
+}
+
+/// Allocation and build faults while a pipeline, a matcher or a stream is being made: a typed
+/// error, and making it again works and gives the reference results.
+#[test]
+fn creation_faults_are_typed_and_a_retry_works() {
+    require_opencl();
+    let frames = frames();
+    let view = frames[0].view().unwrap();
+    let want = Pipeline::open(None, surf_config())
+        .unwrap()
+        .detect(&view)
+        .unwrap();
+    for (point, nth) in [
+        (FaultPoint::Allocate, 1),
+        (FaultPoint::Allocate, 3),
+        (FaultPoint::Allocate, 6),
+        (FaultPoint::Build, 1),
+    ] {
+        plan(point, nth);
+        let e = Pipeline::open(None, surf_config()).unwrap_err();
+        assert!(!clear_plan(), "pipeline {point}:{nth} did not fire");
+        assert!(is_injected(&e, point), "pipeline {point}:{nth}: {e}");
+        let got = Pipeline::open(None, surf_config())
+            .unwrap()
+            .detect(&view)
+            .unwrap();
+        assert!(same(&got, &want));
+
+        plan(point, nth);
+        let e = HarrisPipeline::open(None, harris_config()).unwrap_err();
+        assert!(!clear_plan(), "harris {point}:{nth} did not fire");
+        assert!(is_injected(&e, point), "harris {point}:{nth}: {e}");
+
+        plan(point, nth);
+        let e = StreamPipeline::open(None, surf_config(), MatchConfig::default()).unwrap_err();
+        assert!(!clear_plan(), "stream {point}:{nth} did not fire");
+        assert!(is_injected(&e, point), "stream {point}:{nth}: {e}");
+    }
+    // The matcher builds its program when made and allocates on first use.
+    plan(FaultPoint::Build, 1);
+    let e = GpuMatcher::open(None).unwrap_err();
+    assert!(!clear_plan() && is_injected(&e, FaultPoint::Build), "{e}");
+    let mut matcher = GpuMatcher::open(None).unwrap();
+    let d = Pipeline::open(None, surf_config())
+        .unwrap()
+        .detect(&view)
+        .unwrap();
+    for point in [
+        FaultPoint::Allocate,
+        FaultPoint::Upload,
+        FaultPoint::Enqueue,
+        FaultPoint::Readback,
+    ] {
+        plan(point, 1);
+        let r = matcher.match_f32(
+            &d.keypoints,
+            &d.descriptors,
+            &d.keypoints,
+            &d.descriptors,
+            &MatchConfig::default(),
+            &mut MatchTimings::default(),
+        );
+        assert!(!clear_plan(), "matcher {point} did not fire");
+        match r {
+            Err(e) => assert!(is_injected(&e, point), "matcher {point}: {e}"),
+            Ok(_) => panic!("matcher {point}: succeeded"),
+        }
+        let m = matcher
+            .match_f32(
+                &d.keypoints,
+                &d.descriptors,
+                &d.keypoints,
+                &d.descriptors,
+                &MatchConfig::default(),
+                &mut MatchTimings::default(),
+            )
+            .unwrap();
+        assert_eq!(m.len(), d.keypoints.len(), "each descriptor matches itself");
+        assert!(m.iter().all(|x| x.query == x.train));
+    }
+}
+
+fn core_matches(
+    qk: &[Keypoint],
+    qd: &[Descriptor],
+    tk: &[Keypoint],
+    td: &[Descriptor],
+    config: &MatchConfig,
+) -> Vec<Match> {
+    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
+    let mut out = vec![Match::default(); qd.len()];
+    let n = match_f32(qk, qd, tk, td, config, &mut best, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// A fault planned while the stream runs (from the sink of the first frame: the next
+/// operation of that kind belongs to a later frame, with other frames in flight) fails exactly
+/// one frame; every other frame equals frame-by-frame processing, and the frame after the
+/// failed one is matched against the last good one.
+#[test]
+fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
+    require_opencl();
+    let frames = frames();
+    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let matching = MatchConfig::default();
+    for detector in [
+        StreamDetector::Surf(surf_config()),
+        StreamDetector::Harris(harris_config()),
+    ] {
+        let want: Vec<DetectOutput> = match detector {
+            StreamDetector::Surf(c) => {
+                let mut p = Pipeline::open(None, c).unwrap();
+                views.iter().map(|v| p.detect(v).unwrap()).collect()
+            }
+            StreamDetector::Harris(c) => {
+                let mut p = HarrisPipeline::open(None, c).unwrap();
+                views.iter().map(|v| p.detect(v).unwrap()).collect()
+            }
+        };
+        for point in [
+            FaultPoint::Upload,
+            FaultPoint::Enqueue,
+            FaultPoint::Readback,
+        ] {
+            let mut stream = StreamPipeline::open_detector(None, detector, matching).unwrap();
+            let mut results: Vec<(usize, Result<StreamFrame, OpenClError>)> = Vec::new();
+            stream.run(views.iter().copied(), |i, r| {
+                if i == 0 {
+                    plan(point, 1);
+                }
+                results.push((i, r));
+                true
+            });
+            assert!(!clear_plan(), "{detector:?} {point}: did not fire");
+            let failed: Vec<usize> = results
+                .iter()
+                .filter_map(|(i, r)| r.is_err().then_some(*i))
+                .collect();
+            assert_eq!(failed.len(), 1, "{point}: failed frames {failed:?}");
+            let mut last_good: Option<usize> = None;
+            for (i, r) in &results {
+                match r {
+                    Err(e) => assert!(is_injected(e, point), "{point}: frame {i}: {e}"),
+                    Ok(f) => {
+                        assert_eq!(f.keypoints, want[*i].keypoints, "{point}: frame {i}");
+                        assert_eq!(f.descriptors, want[*i].descriptors, "{point}: frame {i}");
+                        assert_eq!(f.previous, last_good, "{point}: frame {i}");
+                        if let Some(p) = last_good {
+                            let core = core_matches(
+                                &want[*i].keypoints,
+                                &want[*i].descriptors,
+                                &want[p].keypoints,
+                                &want[p].descriptors,
+                                &matching,
+                            );
+                            assert!(core.len() > 10, "frames should match");
+                            assert_eq!(f.matches, core, "{point}: frame {i} against {p}");
+                        }
+                        last_good = Some(*i);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The child half of [`cli_reports_an_injected_device_fault`]: `surfcl detect` in-process on
+/// OpenCL; does nothing without the parent's environment variable.
+#[test]
+fn cli_opencl_child() {
+    let Ok(image) = std::env::var("SURFCL_TEST_CL_IMAGE") else {
+        return;
+    };
+    let code = surfcl_gpu::cli::main_with_args([
+        "surfcl",
+        "detect",
+        image.as_str(),
+        "--backend",
+        "opencl",
+    ]);
+    assert_eq!(
+        code,
+        std::process::ExitCode::SUCCESS,
+        "surfcl detect failed"
+    );
+}
+
+fn run_child(fault: Option<&str>) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("surfcl-clfault-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("crop.pgm");
+    let img = crop(300, 200);
+    let mut bytes = format!("P5\n{} {}\n255\n", img.width, img.height).into_bytes();
+    bytes.extend_from_slice(&img.pixels);
+    std::fs::write(&path, bytes).unwrap();
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "cli_opencl_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("SURFCL_TEST_CL_IMAGE", &path)
+    .env_remove(CL_FAULT_ENV);
+    if let Some(f) = fault {
+        cmd.env(CL_FAULT_ENV, f);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn cli_reports_an_injected_device_fault() {
+    require_opencl();
+    let clean = run_child(None);
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    for (plan, says) in [
+        ("readback:1", "read back results: injected fault"),
+        ("enqueue:2", "enqueue kernel: injected fault"),
+        ("alloc:1", "cannot allocate"),
+    ] {
+        let out = run_child(Some(plan));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{CL_FAULT_ENV}={plan} succeeded");
+        assert!(stderr.contains(says), "{plan}: {stderr}");
+        assert!(stderr.contains(INJECTED), "{plan}: {stderr}");
+    }
+    let typo = run_child(Some("readbak:1"));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(!typo.status.success());
+    assert!(stderr.contains(CL_FAULT_ENV), "{stderr}");
+}
