@@ -114,3 +114,13 @@ for enc, bpp in [(0, 1), (1, 3), (4, 4)]:
     write("ros_image", "boat3-48-enc%d" % enc,
           struct.pack("<IIBhh", h, w, enc, 0, 0) + crops["boat3-48"] * bpp)
 write("ros_image", "huge", struct.pack("<IIBhh", 100000, 100000, 0, 0, 0) + b"\0" * 16)
+# bgr8, rgba8, 8UC1; rgb8 rows padded to a step 7 bytes longer than the pixels; and a body one
+# byte short of step * height.
+for enc, bpp in [(2, 3), (3, 4), (5, 1)]:
+    write("ros_image", "boat3-48-enc%d" % enc,
+          struct.pack("<IIBhh", 48, 48, enc, 0, 0) + crops["boat3-48"] * bpp)
+rows = crops["boat3-48"] * 3
+write("ros_image", "boat3-48-rgb8-padded",
+      struct.pack("<IIBhh", 48, 48, 1, 7, 0)
+      + b"".join(rows[j * 144:(j + 1) * 144] + b"\x7f" * 7 for j in range(48)))
+write("ros_image", "boat3-48-short", struct.pack("<IIBhh", 48, 48, 0, 0, -1) + crops["boat3-48"])

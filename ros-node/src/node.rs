@@ -119,8 +119,10 @@ pub struct Stats {
     pub dropped_stale: u64,
     /// Frames processed and published.
     pub processed: u64,
-    /// Frames whose processing failed in the backend.
+    /// Frames whose processing failed in the backend (nothing was published for them).
     pub failed: u64,
+    /// Why the last failed frame failed, naming the frame (empty while none has failed).
+    pub last_error: String,
     /// Keypoints of the last processed frame.
     pub last_keypoints: usize,
     /// Matches of the last processed frame.
@@ -463,7 +465,10 @@ fn diagnostics_report(
     let (level, message) = if new_failed > 0 {
         (
             msg::DiagnosticStatus::ERROR,
-            format!("{new_failed} frames failed in the backend"),
+            format!(
+                "{new_failed} frames failed in the backend; last: {}",
+                now.last_error
+            ),
         )
     } else if new_drops > 0 {
         (
@@ -496,6 +501,7 @@ fn diagnostics_report(
                 kv("frames_dropped_stale", now.dropped_stale.to_string()),
                 kv("messages_malformed", now.malformed.to_string()),
                 kv("frames_failed", now.failed.to_string()),
+                kv("last_error", now.last_error.clone()),
                 kv("keypoints_last", now.last_keypoints.to_string()),
                 kv("matches_last", now.last_matches.to_string()),
             ],
@@ -521,6 +527,42 @@ fn next_frame(shared: &Shared) -> Option<(Image, Layout)> {
     }
 }
 
+/// How a backend call failed.
+enum BackendFault {
+    /// It returned an error.
+    Error(String),
+    /// It panicked: its state is suspect, so the processor is dropped and reopened for the next
+    /// frame (which, as after any reopen, is matched against nothing).
+    Panic(String),
+}
+
+impl BackendFault {
+    fn panicked(&self) -> bool {
+        matches!(self, BackendFault::Panic(_))
+    }
+    fn text(&self) -> &str {
+        match self {
+            BackendFault::Error(t) | BackendFault::Panic(t) => t,
+        }
+    }
+}
+
+/// Runs a backend call; a panic becomes a failed frame instead of ending the processing thread
+/// (which would leave the node alive but silent).
+fn guarded<T>(call: impl FnOnce() -> Result<T, String>) -> Result<T, BackendFault> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(r) => r.map_err(BackendFault::Error),
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            Err(BackendFault::Panic(format!("backend panicked: {what}")))
+        }
+    }
+}
+
 /// The previous processed frame, for matching.
 struct Previous {
     header: Header,
@@ -536,6 +578,19 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
     while let Some((image, layout)) = next_frame(shared) {
         let started = Instant::now();
         let params = lock(&shared.params).clone();
+        // A failed frame publishes nothing (no keypoints without their matches) and does not
+        // become the previous frame: the next frame is matched against the last published one.
+        let fail = |what: &str, e: &str| {
+            let text = format!(
+                "frame {:?} (stamp {} ns): {what}: {e}",
+                image.header.frame_id,
+                image.header.stamp.to_nanos()
+            );
+            log.log(LogLevel::Error, &text);
+            let mut s = lock(&shared.stats);
+            s.failed += 1;
+            s.last_error = text;
+        };
 
         // (Re)open the backend when backend/device changed; prefer the one the validator opened.
         if processor
@@ -559,8 +614,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                     previous = None;
                 }
                 Err(e) => {
-                    lock(&shared.stats).failed += 1;
-                    log.log(LogLevel::Error, &format!("cannot open backend: {e}"));
+                    fail("cannot open backend", &e);
                     continue;
                 }
             }
@@ -571,15 +625,32 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
 
         convert::to_gray(&image.data, &layout, &mut gray);
         let detection = match GrayImage::new(&gray, layout.width, layout.height)
-            .map_err(|e| e.to_string())
-            .and_then(|g| proc_.detect(&g, &params))
+            .map_err(|e| BackendFault::Error(e.to_string()))
+            .and_then(|g| guarded(|| proc_.detect(&g, &params)))
         {
             Ok(d) => d,
             Err(e) => {
-                lock(&shared.stats).failed += 1;
-                log.log(LogLevel::Error, &format!("detection failed: {e}"));
+                if e.panicked() {
+                    processor = None;
+                }
+                fail("detection failed", e.text());
                 continue;
             }
+        };
+        let (matches, previous_header) = match &previous {
+            Some(prev) => {
+                match guarded(|| proc_.match_frames(&detection, &prev.detection, &params)) {
+                    Ok(m) => (m, prev.header.clone()),
+                    Err(e) => {
+                        if e.panicked() {
+                            processor = None;
+                        }
+                        fail("matching failed", e.text());
+                        continue;
+                    }
+                }
+            }
+            None => (Vec::new(), Header::default()),
         };
 
         let header = image.header.clone();
@@ -610,17 +681,6 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             );
         }
 
-        let (matches, previous_header) = match &previous {
-            Some(prev) => match proc_.match_frames(&detection, &prev.detection, &params) {
-                Ok(m) => (m, prev.header.clone()),
-                Err(e) => {
-                    log.log(LogLevel::Error, &format!("matching failed: {e}"));
-                    lock(&shared.stats).failed += 1;
-                    (Vec::new(), prev.header.clone())
-                }
-            },
-            None => (Vec::new(), Header::default()),
-        };
         if params.debug_image {
             let prev_kps = previous
                 .as_ref()

@@ -118,6 +118,8 @@ pub enum StreamDetector {
 }
 
 /// The detector of a stream.
+// One per stream, never moved per frame: boxing would only add an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum Detector {
     Surf(Pipeline),

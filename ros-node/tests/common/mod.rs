@@ -1,6 +1,7 @@
 //! Shared helpers of the node tests: image loading, a ROS test client on loopback, bounded waits.
 #![allow(dead_code)]
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use ros2_client::qos::History;
 use ros2_client::{
     Context, Message, Name, Node, NodeName, NodeOptions, Publisher, QosProfile, Subscription,
 };
-use surfcl_ros::msg::{self, Header, Image, KeypointArray, MatchArray};
+use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode};
 use surfcl_ros::processor::ProcessorFactory;
 
@@ -147,6 +148,9 @@ pub struct Client {
     pub keypoints: Subscription<KeypointArray>,
     pub matches: Subscription<MatchArray>,
     pub debug: Subscription<Image>,
+    /// Stamps of every keypoints (`"keypoints"`) and matches (`"matches"`) message that
+    /// [`Client::process`] took, whatever frame it was waiting for.
+    pub seen: RefCell<Vec<(&'static str, Time)>>,
 }
 
 fn topic(
@@ -211,7 +215,17 @@ impl Client {
             keypoints,
             matches,
             debug,
+            seen: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Subscribes (reliable, keep last 10) to the node's diagnostics topic `topic`.
+    pub fn diagnostics(&mut self, topic: &str) -> Subscription<DiagnosticArray> {
+        let qos = QosProfile::publisher_default().history(History::KeepLast { depth: 10 });
+        let t = self::topic(&mut self.node, topic, msg::diagnostic_array_type(), &qos);
+        self.node
+            .create_subscription::<DiagnosticArray>(&t, None)
+            .unwrap()
     }
 
     /// Waits (bounded) until the node's image subscription and our output subscriptions are
@@ -239,14 +253,22 @@ impl Client {
             let until = Instant::now() + Duration::from_millis(1500);
             while Instant::now() < until && (kp.is_none() || m.is_none()) {
                 if kp.is_none() {
-                    kp = take_stamped(&self.keypoints, stamp, Duration::from_millis(50), |k| {
-                        k.header.stamp
-                    });
+                    kp = take_stamped_seen(
+                        &self.keypoints,
+                        stamp,
+                        Duration::from_millis(50),
+                        |k| k.header.stamp,
+                        |t| self.seen.borrow_mut().push(("keypoints", t)),
+                    );
                 }
                 if m.is_none() {
-                    m = take_stamped(&self.matches, stamp, Duration::from_millis(50), |k| {
-                        k.header.stamp
-                    });
+                    m = take_stamped_seen(
+                        &self.matches,
+                        stamp,
+                        Duration::from_millis(50),
+                        |k| k.header.stamp,
+                        |t| self.seen.borrow_mut().push(("matches", t)),
+                    );
                 }
             }
         }
@@ -264,12 +286,29 @@ pub fn take_stamped<M: Message + 'static>(
     limit: Duration,
     stamp_of: impl Fn(&M) -> Time,
 ) -> Option<M> {
+    take_stamped_seen(sub, stamp, limit, stamp_of, |_| {})
+}
+
+/// [`take_stamped`], also telling `seen` the stamp of every message taken.
+pub fn take_stamped_seen<M: Message + 'static>(
+    sub: &Subscription<M>,
+    stamp: Time,
+    limit: Duration,
+    stamp_of: impl Fn(&M) -> Time,
+    mut seen: impl FnMut(Time),
+) -> Option<M> {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let left = deadline.saturating_duration_since(Instant::now());
         match within(left, sub.async_take()) {
-            Some(Ok((m, _))) if stamp_of(&m) == stamp => return Some(m),
-            Some(_) => {}
+            Some(Ok((m, _))) => {
+                let t = stamp_of(&m);
+                seen(t);
+                if t == stamp {
+                    return Some(m);
+                }
+            }
+            Some(Err(_)) => {}
             None => break,
         }
     }
@@ -293,6 +332,7 @@ pub fn start_node(
 
 #[cfg(not(feature = "backend"))]
 pub mod fake;
+pub mod faulty;
 
 /// The factory the tests run the node with: the real CPU backend when the `backend` feature is
 /// on, otherwise the stand-in.
