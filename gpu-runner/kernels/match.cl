@@ -180,10 +180,14 @@ __kernel void nn2_merge(__global const uint* part, uint part_base, uint nq, uint
 #define HEADER_WORDS 16
 #define KP_WORDS 8
 #define RECORD_WORDS (KP_WORDS + DESC_LEN)
+// Copies the descriptors (and laplacian signs) of the kept records of a result buffer into a
+// flat descriptor set: min(n, found) records, where found is the result header's first word, so
+// a gather can be enqueued before the host knows the count.
 __kernel void gather_records(__global const uint* result, uint n, int sign_test,
                              __global float* desc, __global char* sign) {
     uint gid = get_global_id(0);
-    if (gid >= n * DESC_LEN) return;
+    uint count = min(n, result[0]);
+    if (gid >= count * DESC_LEN) return;
     uint r = gid / DESC_LEN, k = gid - r * DESC_LEN;
     __global const uint* rec = result + HEADER_WORDS + (size_t)r * RECORD_WORDS;
     desc[gid] = as_float(rec[KP_WORDS + k]);

@@ -260,3 +260,59 @@ fn harris_stream_without_descriptors_is_refused() {
         StreamPipeline::open_detector(None, StreamDetector::Harris(config), MatchConfig::default());
     assert!(matches!(r, Err(OpenClError::Unsupported(_))), "{r:?}");
 }
+
+/// Keypoint counts that jump between frames (a flat frame between textured ones) take the
+/// stream's re-run path (the readback sized from recent frames is too short): the results are
+/// still those of frame-by-frame processing.
+#[test]
+fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
+    require_opencl();
+    let src = boat();
+    let (w, h) = (240, 180);
+    let flat = vec![128u8; w * h];
+    let crops: Vec<Vec<u8>> = [(0, 0), (4, 3), (9, 5)]
+        .iter()
+        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .collect();
+    // The readback of a frame is sized from the two frames finished before it was queued:
+    // after two flat frames it is too short for a textured one.
+    let sequence: Vec<&[u8]> = vec![
+        &crops[0], &flat, &flat, &crops[1], &crops[2], &flat, &crops[0],
+    ];
+    let mut single = Pipeline::open(None, config(w, h)).unwrap();
+    let reference: Vec<_> = sequence
+        .iter()
+        .map(|p| single.detect(&GrayImage::new(p, w, h).unwrap()).unwrap())
+        .collect();
+    assert!(reference[1].keypoints.is_empty());
+    assert!(reference[4].keypoints.len() > 100);
+    let matching = MatchConfig::default();
+    let mut stream = StreamPipeline::open(None, config(w, h), matching).unwrap();
+    let mut results = Vec::new();
+    stream.run(
+        sequence.iter().map(|p| GrayImage::new(p, w, h).unwrap()),
+        |i, r| {
+            results.push((i, r.unwrap()));
+            true
+        },
+    );
+    assert_eq!(results.len(), sequence.len());
+    assert!(stream.reruns() >= 1, "reruns {}", stream.reruns());
+    for (i, f) in &results {
+        let want = &reference[*i];
+        assert_eq!(f.keypoints, want.keypoints, "frame {i}");
+        assert_eq!(f.descriptors, want.descriptors, "frame {i}");
+        if *i > 0 {
+            assert_eq!(f.previous, Some(i - 1));
+            let prev = &reference[i - 1];
+            let core = core_matches(
+                &want.keypoints,
+                &want.descriptors,
+                &prev.keypoints,
+                &prev.descriptors,
+                &matching,
+            );
+            assert_eq!(f.matches, core, "frame {i}");
+        }
+    }
+}

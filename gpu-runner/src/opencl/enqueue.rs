@@ -47,6 +47,61 @@ pub(crate) fn launch_after(
     .map_err(OpenClError::runtime("enqueue kernel"))
 }
 
+/// [`launch_after`] on `queue` rather than the kernel's own queue (a kernel of one program
+/// ordered with the commands of another queue).
+pub(crate) fn launch_on(
+    kernel: &Kernel,
+    queue: &Queue,
+    global: usize,
+    local: usize,
+    wait: &[Event],
+    event: &mut Event,
+) -> Result<(), OpenClError> {
+    inject::runtime(FaultPoint::Enqueue, "enqueue kernel")?;
+    let local = local.max(1);
+    let global = global.div_ceil(local).max(1) * local;
+    // SAFETY: as for `launch_after` (same kernels, same caller obligations); the queue belongs
+    // to the context the kernel's program was built for.
+    let cmd = kernel
+        .cmd()
+        .queue(queue)
+        .global_work_size(global)
+        .local_work_size(local)
+        .enew(event);
+    if wait.is_empty() {
+        unsafe { cmd.enq() }
+    } else {
+        unsafe { cmd.ewait(wait).enq() }
+    }
+    .map_err(OpenClError::runtime("enqueue kernel"))
+}
+
+/// Starts a non-blocking readback of the first `dst.len()` words of `src` into `dst` on
+/// `queue`, recording `event`.
+///
+/// Callers guarantee that `dst` (a mapped pinned staging area) outlives the command and is
+/// neither read nor written by the host until `event` has completed.
+pub(crate) fn read_async(
+    src: &Buffer<u32>,
+    dst: &mut [u32],
+    queue: &Queue,
+    event: &mut Event,
+) -> Result<(), OpenClError> {
+    inject::runtime(FaultPoint::Readback, "read back results")?;
+    if dst.len() > src.len() {
+        return Err(OpenClError::Unsupported(format!(
+            "readback of {} words from a {}-word buffer",
+            dst.len(),
+            src.len()
+        )));
+    }
+    // SAFETY: the length is checked above; the lifetime and no-access rule is the caller's
+    // documented obligation (the stream owns the staging map and waits on the event before it
+    // reads or reuses it).
+    unsafe { src.read(dst).queue(queue).block(false).enew(event).enq() }
+        .map_err(OpenClError::runtime("read back results"))
+}
+
 /// [`launch_after`] without a dependency on another queue.
 pub(crate) fn launch(
     kernel: &Kernel,

@@ -35,19 +35,13 @@ use surfcl_core::{DESCRIPTOR_LEN, GrayImage, Keypoint};
 
 use super::enqueue::{launch_after, map_staging};
 use super::inject::{self, FaultPoint};
-use super::pipeline::{DetectOutput, Gpu, event_ms};
+use super::pipeline::{DetectOutput, Gpu, HEADER_WORDS, KP_WORDS, RECORD_WORDS, event_ms};
 use super::{OpenClError, SETUP_LOCK};
 use crate::backend::StageTiming;
 
 const HARRIS_CL: &str = include_str!("../../kernels/harris.cl");
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
 
-/// Words of the result header (`HEADER_WORDS` in harris.cl and surf.cl).
-const HEADER_WORDS: usize = 16;
-/// Words of one keypoint record (`KP_WORDS`).
-const KP_WORDS: usize = 8;
-/// Words of a keypoint record plus its descriptor (`RECORD_WORDS`).
-const RECORD_WORDS: usize = KP_WORDS + DESCRIPTOR_LEN;
 /// Header word of the frame's largest response (`H_MAX`, an order-preserving `u32`).
 const H_MAX: usize = 2;
 /// Widest output tile (work-items along x of a work-group): 32 `int`s are a 128-byte row, one
@@ -720,11 +714,29 @@ impl HarrisPipeline {
         events: &[(&'static str, Event)],
         wall_ms: f64,
     ) -> Result<DetectOutput, OpenClError> {
+        self.output_from(&self.stage_out, found, events, wall_ms)
+    }
+
+    /// Builds a frame's output from a readback of its result buffer (`stage`: the header and
+    /// at least the kept records).
+    pub(crate) fn output_from(
+        &self,
+        stage: &[u32],
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
         let kept = found.min(self.config.max_keypoints);
+        if stage.len() < HEADER_WORDS + kept * RECORD_WORDS {
+            return Err(OpenClError::Unsupported(format!(
+                "{kept} records in a {}-word readback",
+                stage.len()
+            )));
+        }
         let mut keypoints = Vec::with_capacity(kept);
         let mut descriptors = Vec::with_capacity(if self.config.describe { kept } else { 0 });
         for r in 0..kept {
-            let rec = &self.stage_out[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
+            let rec = &stage[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
             keypoints.push(Keypoint {
                 x: f32::from_bits(rec[0]),
                 y: f32::from_bits(rec[1]),

@@ -13,12 +13,12 @@ use std::time::Instant;
 
 use ocl::flags::MemFlags;
 use ocl::prm::Float4;
-use ocl::{Buffer, Event, Kernel, OclPrm, Program};
+use ocl::{Buffer, Event, Kernel, OclPrm, Program, Queue};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
-use super::enqueue::launch;
+use super::enqueue::{launch, launch_on};
 use super::inject::{self, FaultPoint};
 use super::pipeline::{Gpu, stage_timings};
 use crate::backend::StageTiming;
@@ -358,14 +358,18 @@ impl GpuMatcher {
         )
     }
 
-    /// Enqueues the copy of the descriptors and signs of the first `n` records of a SURF
-    /// result buffer into `dst` (device to device).
+    /// Enqueues on `queue`, after the events of `wait`, the copy of the descriptors and signs
+    /// of the kept records of a result buffer (at most `n`: the count is read on the device from
+    /// the header) into `dst` (device to device).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn gather(
         &mut self,
+        queue: &Queue,
         result: &Buffer<u32>,
         n: usize,
         sign_test: bool,
         dst: (&Buffer<f32>, &Buffer<i8>),
+        wait: &[Event],
         events: &mut Vec<(&'static str, Event)>,
     ) -> Result<(), OpenClError> {
         if n == 0 {
@@ -402,7 +406,7 @@ impl GpuMatcher {
                 .map_err(OpenClError::runtime("build gather kernel"))?,
         };
         let mut ev = Event::empty();
-        let launched = launch(&k, 64 * n, 256, &mut ev);
+        let launched = launch_on(&k, queue, 64 * n, 256, wait, &mut ev);
         self.gather_kernel = Some(k);
         launched?;
         events.push(("gather", ev));

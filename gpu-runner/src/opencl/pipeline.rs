@@ -41,12 +41,12 @@ use crate::backend::StageTiming;
 
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
 
-/// Words of the result header (must match `HEADER_WORDS` in surf.cl).
-const HEADER_WORDS: usize = 16;
+/// Words of the result header (must match `HEADER_WORDS` in surf.cl and harris.cl).
+pub(crate) const HEADER_WORDS: usize = 16;
 /// Words of one keypoint record (`KP_WORDS`).
-const KP_WORDS: usize = 8;
+pub(crate) const KP_WORDS: usize = 8;
 /// Words of a keypoint record plus its descriptor (`RECORD_WORDS`).
-const RECORD_WORDS: usize = KP_WORDS + DESCRIPTOR_LEN;
+pub(crate) const RECORD_WORDS: usize = KP_WORDS + DESCRIPTOR_LEN;
 /// Octaves the kernels support (`MAX_OCTAVES`).
 pub(crate) const MAX_OCTAVES: usize = 6;
 /// Samples of the orientation window (`ORI_SAMPLES`).
@@ -927,11 +927,35 @@ impl Pipeline {
         events: &[(&'static str, Event)],
         wall_ms: f64,
     ) -> Result<DetectOutput, OpenClError> {
+        self.output_from(&self.stage_out, found, events, wall_ms)
+    }
+
+    /// Records the candidate count of a frame whose results were read by the caller (the
+    /// stream), for the next frame's launch sizes.
+    pub(crate) fn note_found(&mut self, found: usize) {
+        self.last_found = found;
+    }
+
+    /// Builds a frame's output from a readback of its result buffer (`stage`: the header and
+    /// at least the kept records).
+    pub(crate) fn output_from(
+        &self,
+        stage: &[u32],
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
         let kept = found.min(self.config.max_keypoints);
+        if stage.len() < HEADER_WORDS + kept * RECORD_WORDS {
+            return Err(OpenClError::Unsupported(format!(
+                "{kept} records in a {}-word readback",
+                stage.len()
+            )));
+        }
         let mut keypoints = Vec::with_capacity(kept);
         let mut descriptors = Vec::with_capacity(kept);
         for r in 0..kept {
-            let rec = &self.stage_out[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
+            let rec = &stage[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
             let meta = rec[5];
             keypoints.push(Keypoint {
                 x: f32::from_bits(rec[0]),

@@ -7,21 +7,26 @@
 //! buffers with two device input buffers (double buffering) and two device descriptor sets
 //! (this frame's and the previous frame's).
 //!
-//! The host waits once per frame, for the detection results of frame `k`; everything else is
-//! ordered on the device by events:
-//! 1. read back the results of `k` (the only blocking wait);
-//! 2. on the matcher queue: gather the descriptors of `k` from the result buffer into its
-//!    descriptor set;
-//! 3. on the detector queue: the kernels of `k + 1` (already uploaded), after the gather of `k`
-//!    (they overwrite the result buffer the gather reads);
-//! 4. on the matcher queue: the 2-NN of `k` against `k - 1` (both sets stay on the device),
-//!    running beside the kernels of `k + 1`;
-//! 5. on the host, while the device runs 3 and 4: the keypoints of `k`, then the 2-NN readback
-//!    (3 words per keypoint) and the core's ratio/mutual decisions (as in [`GpuMatcher`]);
-//! 6. copy frame `k + 2` into the staging buffer `k` used and start its upload.
+//! The device always has the next frame queued: for frame `k` the detector queue holds its
+//! kernels, the gather of its descriptors into a device descriptor set (the count is read on
+//! the device) and a non-blocking readback of its results into one of two pinned staging
+//! areas; the host enqueues all of that for frame `k + 1` *before* it waits for frame `k`.
+//! Then, for frame `k`:
+//! 1. wait for its readback (the only wait on the detector queue);
+//! 2. on the matcher queue: the 2-NN of `k` against the previous good frame (both descriptor
+//!    sets stay on the device), running beside the kernels of `k + 1`;
+//! 3. on the host meanwhile: the keypoints of `k` from the staging area; then the 2-NN
+//!    readback (3 words per keypoint) and the core's ratio/mutual decisions (as in
+//!    [`GpuMatcher`]);
+//! 4. copy frame `k + 2` into the input staging buffer `k` used and start its upload on the
+//!    upload queue.
 //!
-//! So the device always has the next frame's kernels queued when the host finishes a frame, and
-//! the upload of a frame overlaps the kernels of the one before.
+//! Three descriptor sets rotate so that a gather never overwrites the set of the previous good
+//! frame or of the frame in flight, and it waits for the last matching that read its set. The
+//! readback takes the header and as many records as recent frames had (plus a margin); a frame
+//! with more, or one whose candidates overflowed (the buffer then grows), is run again with a
+//! blocking readback after the queues drain, and so is the frame queued behind it: rare, and
+//! the results are the same.
 //!
 //! A frame that cannot be processed (empty, larger than the pipeline's maximum) is reported as
 //! an error for that frame and skipped: the stream goes on, and the next good frame is matched
@@ -34,10 +39,12 @@ use ocl::{Buffer, Event, MemMap, Queue};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use super::enqueue::{map_staging, upload_async};
+use super::enqueue::{map_staging, read_async, upload_async};
 use super::harris::{HarrisPipeline, HarrisPipelineConfig};
 use super::matcher::GpuMatcher;
-use super::pipeline::{DetectOutput, Gpu, Pipeline, PipelineConfig, stage_timings};
+use super::pipeline::{
+    DetectOutput, Gpu, HEADER_WORDS, Pipeline, PipelineConfig, RECORD_WORDS, stage_timings,
+};
 use super::{OpenClError, Selected};
 use crate::backend::StageTiming;
 
@@ -97,11 +104,18 @@ struct Submitted {
     started: Instant,
 }
 
-/// A frame whose kernels have been enqueued, with their events.
+/// A frame whose kernels, gather and readback have been enqueued.
 #[derive(Debug)]
 struct Started {
     sub: Submitted,
+    /// Events of the upload, kernels, gather and readback, in order.
     events: Vec<(&'static str, Event)>,
+    /// Its descriptor set (`0..3`).
+    set: usize,
+    /// Its result staging area (`0..2`).
+    out_slot: usize,
+    /// Records its readback takes.
+    guess: usize,
 }
 
 /// A frame taken from the input: its input index and its submission (or why it failed).
@@ -208,6 +222,26 @@ impl Detector {
         }
     }
 
+    fn output_from(&self, stage: &[u32], found: usize) -> Result<DetectOutput, OpenClError> {
+        match self {
+            Self::Surf(p) => p.output_from(stage, found, &[], 0.0),
+            Self::Harris(p) => p.output_from(stage, found, &[], 0.0),
+        }
+    }
+
+    fn candidate_capacity(&self) -> usize {
+        match self {
+            Self::Surf(p) => p.candidate_capacity(),
+            Self::Harris(p) => p.candidate_capacity(),
+        }
+    }
+
+    fn note_found(&mut self, found: usize) {
+        if let Self::Surf(p) = self {
+            p.note_found(found);
+        }
+    }
+
     fn result_buffer(&self) -> &Buffer<u32> {
         match self {
             Self::Surf(p) => p.result_buffer(),
@@ -232,11 +266,25 @@ pub struct StreamPipeline {
     /// The upload last started from each staging slot (waited for before reusing it).
     in_flight: [Option<Event>; 2],
     next_slot: usize,
-    /// Device descriptors and signs of two frames: `sets[current]` and the other.
-    sets: [(Buffer<f32>, Buffer<i8>); 2],
+    /// Pinned staging areas for the result readbacks of two frames.
+    results: [MemMap<u32>; 2],
+    /// Device descriptors and signs of three frames (module docs).
+    sets: [(Buffer<f32>, Buffer<i8>); 3],
+    /// The last matching that read each set (a gather into it waits for it).
+    readers: [Option<Event>; 3],
     /// The last good frame: (its set, keypoint count, input index).
     previous: Option<(usize, usize, usize)>,
     next_index: usize,
+    /// Records kept by the last two finished frames (the next readback takes the larger plus
+    /// a margin).
+    last_kept: [usize; 2],
+    /// Frames run again on the slow path (module docs).
+    reruns: usize,
+}
+
+/// `HEADER_WORDS + n * RECORD_WORDS`: the words of a readback of `n` records.
+fn readback_words(n: usize) -> usize {
+    HEADER_WORDS + n * RECORD_WORDS
 }
 
 impl StreamPipeline {
@@ -298,17 +346,18 @@ impl StreamPipeline {
         let stage1 = gpu.buffer::<u8>("stream staging", pixels, pinned)?;
         let staging = [map_staging(&stage0)?, map_staging(&stage1)?];
         let n = detector.max_keypoints();
+        let words = readback_words(n);
+        let out0 = gpu.buffer::<u32>("stream result staging", words, pinned)?;
+        let out1 = gpu.buffer::<u32>("stream result staging", words, pinned)?;
+        let results = [map_staging(&out0)?, map_staging(&out1)?];
         let rw = MemFlags::new().read_write();
-        let sets = [
-            (
+        let set = || -> Result<(Buffer<f32>, Buffer<i8>), OpenClError> {
+            Ok((
                 gpu.buffer::<f32>("stream descriptors", 64 * n, rw)?,
                 gpu.buffer::<i8>("stream signs", n, rw)?,
-            ),
-            (
-                gpu.buffer::<f32>("stream descriptors", 64 * n, rw)?,
-                gpu.buffer::<i8>("stream signs", n, rw)?,
-            ),
-        ];
+            ))
+        };
+        let sets = [set()?, set()?, set()?];
         Ok(Self {
             detector,
             matcher,
@@ -318,9 +367,14 @@ impl StreamPipeline {
             staging,
             in_flight: [None, None],
             next_slot: 0,
+            results,
             sets,
+            readers: [None, None, None],
             previous: None,
             next_index: 0,
+            // The first frames read every record: no re-run while the stream warms up.
+            last_kept: [n, n],
+            reruns: 0,
         })
     }
 
@@ -334,13 +388,19 @@ impl StreamPipeline {
         self.detector.max_size()
     }
 
-    /// Device memory of the stream: the detector's buffers plus the two inputs and the two
+    /// Device memory of the stream: the detector's buffers plus the two inputs and the three
     /// descriptor sets (bytes; pinned staging is host memory and the matcher's 2-NN result
     /// buffer, 3 words per keypoint, is not counted).
     pub fn device_bytes(&self) -> u64 {
         let n = self.detector.max_keypoints() as u64;
         let (w, h) = self.detector.max_size();
-        self.detector.device_bytes() + 2 * (w * h) as u64 + 2 * (64 * 4 * n + n)
+        self.detector.device_bytes() + 2 * (w * h) as u64 + 3 * (64 * 4 * n + n)
+    }
+
+    /// How many frames so far were run a second time because their readback was too short or
+    /// their candidates overflowed (module docs); a steady stream has none after its first frames.
+    pub fn reruns(&self) -> usize {
+        self.reruns
     }
 
     /// Forgets the previous frame: the next frame is matched against nothing.
@@ -405,124 +465,178 @@ impl StreamPipeline {
         Some((index, submitted))
     }
 
-    /// Enqueues the kernels of a submitted frame: they wait for its upload and for `after`
-    /// (the gather of the frame before, which reads the result buffer they overwrite).
-    fn start(&mut self, sub: Submitted, after: Option<&Event>) -> Result<Started, OpenClError> {
-        let mut events = Vec::with_capacity(16);
-        events.push(("upload", sub.upload.clone()));
-        let mut wait = vec![sub.upload.clone()];
-        wait.extend(after.cloned());
-        self.detector.enqueue_kernels(
-            &self.inputs[sub.slot],
-            sub.width,
-            sub.height,
-            &wait,
-            &mut events,
-        )?;
-        self.detector
-            .queue()
-            .flush()
-            .map_err(OpenClError::runtime("flush queue"))?;
-        Ok(Started { sub, events })
+    /// Enqueues a submitted frame on the detector queue: kernels (after its upload), gather
+    /// into a set that is neither the previous good frame's nor `in_flight`'s (after the last
+    /// matching that read it), non-blocking readback into the staging area `in_flight` does
+    /// not use.
+    fn start(
+        &mut self,
+        sub: Submitted,
+        in_flight: Option<(usize, usize)>,
+    ) -> Result<Started, OpenClError> {
+        let keep = [self.previous.map(|p| p.0), in_flight.map(|f| f.0)];
+        let set = (0..3).find(|s| !keep.contains(&Some(*s))).unwrap_or(0);
+        let out_slot = in_flight.map_or(0, |f| f.1 ^ 1);
+        let guess = self.read_hint();
+        let mut started = Started {
+            sub,
+            events: Vec::with_capacity(16),
+            set,
+            out_slot,
+            guess,
+        };
+        self.enqueue_frame(&mut started)?;
+        Ok(started)
     }
 
-    /// Starts a pending frame (if any) after `after`.
+    /// Records the next readback takes: the larger count of the last two finished frames, plus
+    /// a quarter and 64.
+    fn read_hint(&self) -> usize {
+        let kept = self.last_kept[0].max(self.last_kept[1]);
+        self.detector.max_keypoints().min(kept + kept / 4 + 64)
+    }
+
+    /// Enqueues (or enqueues again) everything of a started frame on the detector queue.
+    fn enqueue_frame(&mut self, st: &mut Started) -> Result<(), OpenClError> {
+        st.events.clear();
+        st.events.push(("upload", st.sub.upload.clone()));
+        let upload = [st.sub.upload.clone()];
+        self.detector.enqueue_kernels(
+            &self.inputs[st.sub.slot],
+            st.sub.width,
+            st.sub.height,
+            &upload,
+            &mut st.events,
+        )?;
+        let reader: Vec<Event> = self.readers[st.set].iter().cloned().collect();
+        let queue = self.detector.queue().clone();
+        self.matcher.gather(
+            &queue,
+            self.detector.result_buffer(),
+            self.detector.max_keypoints(),
+            self.match_config.sign_test,
+            (&self.sets[st.set].0, &self.sets[st.set].1),
+            &reader,
+            &mut st.events,
+        )?;
+        let mut ev = Event::empty();
+        read_async(
+            self.detector.result_buffer(),
+            &mut self.results[st.out_slot][..readback_words(st.guess)],
+            &queue,
+            &mut ev,
+        )?;
+        st.events.push(("readback", ev));
+        queue.flush().map_err(OpenClError::runtime("flush queue"))
+    }
+
+    /// Starts a pending frame (if any); `in_flight`: (set, staging area) of the frame before.
     fn start_pending(
         &mut self,
         pending: Option<Pending>,
-        after: Option<&Event>,
+        in_flight: Option<(usize, usize)>,
     ) -> Option<(usize, Result<Started, OpenClError>)> {
-        pending.map(|(index, sub)| (index, sub.and_then(|sub| self.start(sub, after))))
+        pending.map(|(index, sub)| (index, sub.and_then(|sub| self.start(sub, in_flight))))
     }
 
-    /// Waits for a started frame's detection, enqueues its gather and matching against the
-    /// previous good frame on the matcher queue, starts `next` on the detector queue, and
-    /// finishes the frame on the host while the device works. Returns the frame (which becomes
-    /// the previous frame when good) and the started `next`.
-    #[allow(clippy::type_complexity)]
-    fn finish(
+    /// Waits for both queues (before re-running a frame, or when a stream stops early).
+    fn drain(&self) -> Result<(), OpenClError> {
+        self.detector
+            .queue()
+            .finish()
+            .map_err(OpenClError::runtime("wait for queue"))?;
+        self.matcher.finish()
+    }
+
+    /// Waits for a started frame's readback and returns its detection; on the rare slow path
+    /// (more records than the readback took, or a candidate overflow) runs the frame again
+    /// with blocking readbacks and enqueues `next` again.
+    fn detection(
         &mut self,
-        current: Started,
-        next: Option<Pending>,
-    ) -> (
-        Result<StreamFrame, OpenClError>,
-        Option<(usize, Result<Started, OpenClError>)>,
-    ) {
-        let Started { sub, mut events } = current;
+        st: &mut Started,
+        next: &mut Option<(usize, Result<Started, OpenClError>)>,
+    ) -> Result<(usize, DetectOutput), OpenClError> {
+        if let Some((_, ev)) = st.events.last() {
+            ev.wait_for()
+                .map_err(|e| OpenClError::runtime("wait for results")(e.into()))?;
+        }
+        let stage = &self.results[st.out_slot][..readback_words(st.guess)];
+        let found = stage[0] as usize;
+        let overflow = stage[1] > 0 || found > self.detector.candidate_capacity();
+        let kept = found.min(self.detector.max_keypoints());
+        if !overflow && kept <= st.guess {
+            let out = self.detector.output_from(stage, found)?;
+            self.detector.note_found(found);
+            return Ok((found, out));
+        }
+        // Slow path: everything queued behind this frame used the same result buffer.
+        self.reruns += 1;
+        self.drain()?;
         let found = loop {
-            match self.detector.read_results(&mut events) {
-                Ok(Some(found)) => break found,
-                // The candidate buffer grew: run the frame's kernels again (its upload is done).
-                Ok(None) => {
-                    if let Err(e) = self.detector.enqueue_kernels(
-                        &self.inputs[sub.slot],
-                        sub.width,
-                        sub.height,
-                        &[],
-                        &mut events,
-                    ) {
-                        return (Err(e), self.start_pending(next, None));
-                    }
-                }
-                Err(e) => return (Err(e), self.start_pending(next, None)),
+            self.detector.enqueue_kernels(
+                &self.inputs[st.sub.slot],
+                st.sub.width,
+                st.sub.height,
+                &[],
+                &mut st.events,
+            )?;
+            if let Some(found) = self.detector.read_results(&mut st.events)? {
+                break found;
             }
         };
-        self.detector.set_last_size(sub.width, sub.height);
+        let out = self.detector.output(found)?;
+        let queue = self.detector.queue().clone();
+        self.matcher.gather(
+            &queue,
+            self.detector.result_buffer(),
+            self.detector.max_keypoints(),
+            self.match_config.sign_test,
+            (&self.sets[st.set].0, &self.sets[st.set].1),
+            &[],
+            &mut st.events,
+        )?;
+        queue
+            .finish()
+            .map_err(OpenClError::runtime("wait for queue"))?;
+        let kept = found.min(self.detector.max_keypoints());
+        self.last_kept = [kept, kept];
+        if let Some((_, Ok(n))) = next.as_mut() {
+            n.guess = self.read_hint();
+            if let Err(e) = self.enqueue_frame(n) {
+                if let Some((i, _)) = next.take() {
+                    *next = Some((i, Err(e)));
+                }
+            }
+        }
+        Ok((found, out))
+    }
+
+    /// Finishes a started frame: detection, matching against the previous good frame on the
+    /// matcher queue, and the host side; the frame becomes the previous frame when good.
+    fn finish(
+        &mut self,
+        mut st: Started,
+        next: &mut Option<(usize, Result<Started, OpenClError>)>,
+    ) -> Result<StreamFrame, OpenClError> {
+        let (found, out) = self.detection(&mut st, next)?;
         let n = found.min(self.detector.max_keypoints());
-        let cur = match self.previous {
-            Some((set, _, _)) => set ^ 1,
-            None => 0,
-        };
-        // The gather first, then the next frame's kernels (the critical path: they wait only for
-        // the gather), then the matching, which runs beside them on the matcher queue.
-        let mut match_events = Vec::new();
-        let gathered = self
-            .matcher
-            .gather(
-                self.detector.result_buffer(),
-                n,
-                self.match_config.sign_test,
-                (&self.sets[cur].0, &self.sets[cur].1),
-                &mut match_events,
-            )
-            .and_then(|()| self.matcher.flush());
-        let gather = match_events
-            .iter()
-            .find(|(name, _)| *name == "gather")
-            .map(|(_, ev)| ev.clone());
-        let next = self.start_pending(next, gather.as_ref());
-        let enqueued = gathered
-            .and_then(|()| match self.previous {
-                Some((set, count, _)) => self.matcher.enqueue_device_f32(
-                    (&self.sets[cur].0, &self.sets[cur].1, n),
+        self.last_kept = [self.last_kept[1], n];
+        self.detector.set_last_size(st.sub.width, st.sub.height);
+        let mut timings = stage_timings(&st.events)?;
+        let (matches, previous) = match self.previous {
+            Some((set, count, index)) => {
+                let mut match_events = Vec::new();
+                self.matcher.enqueue_device_f32(
+                    (&self.sets[st.set].0, &self.sets[st.set].1, n),
                     (&self.sets[set].0, &self.sets[set].1, count),
                     &self.match_config,
                     &mut match_events,
-                ),
-                None => Ok(()),
-            })
-            .and_then(|()| self.matcher.flush());
-        if let Err(e) = enqueued {
-            return (Err(e), next);
-        }
-        let frame = self.complete(&sub, found, n, cur, events, match_events);
-        (frame, next)
-    }
-
-    /// The host side of a frame whose matching is enqueued: keypoints, descriptors, matches.
-    fn complete(
-        &mut self,
-        sub: &Submitted,
-        found: usize,
-        n: usize,
-        cur: usize,
-        events: Vec<(&'static str, Event)>,
-        match_events: Vec<(&'static str, Event)>,
-    ) -> Result<StreamFrame, OpenClError> {
-        let out = self.detector.output(found)?;
-        let mut timings = stage_timings(&events)?;
-        let (matches, previous) = match self.previous {
-            Some((_, count, index)) => {
+                )?;
+                self.matcher.flush()?;
+                if let Some((_, last)) = match_events.last() {
+                    self.readers[st.set] = Some(last.clone());
+                    self.readers[set] = Some(last.clone());
+                }
                 let m = self.matcher.finish_device_f32(
                     (n, count),
                     &self.match_config,
@@ -531,22 +645,18 @@ impl StreamPipeline {
                 )?;
                 (m, Some(index))
             }
-            None => {
-                self.matcher.finish()?;
-                timings.extend(stage_timings(&match_events)?);
-                (Vec::new(), None)
-            }
+            None => (Vec::new(), None),
         };
-        self.previous = Some((cur, n, sub.index));
+        self.previous = Some((st.set, n, st.sub.index));
         Ok(StreamFrame {
-            index: sub.index,
+            index: st.sub.index,
             keypoints: out.keypoints,
             descriptors: out.descriptors,
             matches,
             previous,
             candidates: found,
             timings,
-            latency_ms: sub.started.elapsed().as_secs_f64() * 1e3,
+            latency_ms: st.sub.started.elapsed().as_secs_f64() * 1e3,
         })
     }
 
@@ -561,8 +671,8 @@ impl StreamPipeline {
         result
     }
 
-    /// Processes a sequence of frames with the upload and the kernels of each frame overlapped
-    /// with the work on the one before (module docs); calls `sink` once per input frame, in
+    /// Processes a sequence of frames with the next frame always queued on the device while
+    /// the host finishes the current one (module docs); calls `sink` once per input frame, in
     /// order, with its result or its error (bad frames are skipped and the stream goes on).
     /// Stops early only when `sink` returns `false`.
     pub fn run<I, F>(&mut self, frames: I, mut sink: F)
@@ -576,23 +686,17 @@ impl StreamPipeline {
         let mut current = self.start_pending(first, None);
         let mut pending = self.submit_next(&mut frames);
         while let Some((index, started)) = current.take() {
-            let result = match started {
-                Ok(started) => {
-                    let (result, next) = self.finish(started, pending.take());
-                    current = next;
-                    result
-                }
-                Err(e) => {
-                    current = self.start_pending(pending.take(), None);
-                    Err(e)
-                }
-            };
-            // The frame just finished no longer needs its input slot: the one after next
-            // uploads into it while the device runs the next frame.
+            // The next frame goes in before this one is waited for.
+            let in_flight = started.as_ref().ok().map(|s| (s.set, s.out_slot));
+            let mut next = self.start_pending(pending.take(), in_flight);
+            let result = started.and_then(|st| self.finish(st, &mut next));
+            current = next;
+            // This frame's input slot is free now (its kernels are done): the frame after next
+            // uploads into it while the device runs the next one.
             pending = self.submit_next(&mut frames);
             if !sink(index, result) {
-                // Let the frames already enqueued finish before their buffers can be reused.
-                let _ = self.detector.queue().finish();
+                // Commands already queued must finish before their buffers can be reused.
+                let _ = self.drain();
                 return;
             }
         }
