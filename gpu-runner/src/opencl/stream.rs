@@ -602,10 +602,10 @@ impl StreamPipeline {
         self.last_kept = [kept, kept];
         if let Some((_, Ok(n))) = next.as_mut() {
             n.guess = self.read_hint();
-            if let Err(e) = self.enqueue_frame(n) {
-                if let Some((i, _)) = next.take() {
-                    *next = Some((i, Err(e)));
-                }
+            if let Err(e) = self.enqueue_frame(n)
+                && let Some((i, _)) = next.take()
+            {
+                *next = Some((i, Err(e)));
             }
         }
         Ok((found, out))
