@@ -100,8 +100,12 @@ impl Backend for CpuBackend {
         });
 
         let start = Instant::now();
-        ensure_len(&mut self.keypoints, params.max_keypoints);
-        let mut sink = KeypointBuffer::new(&mut self.keypoints[..params.max_keypoints]);
+        // A frame cannot have more keypoints than pixels (SURF keeps strict 3x3x3 maxima on
+        // sampling grids, Harris 5x5 maxima), so a small frame never allocates the full
+        // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
+        let capacity = params.max_keypoints.min(width * height);
+        ensure_len(&mut self.keypoints, capacity);
+        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
         let upright = match params.detector {
             DetectorKind::Surf => {
                 let need = surf::scratch_len(&params.surf, width, height)?;

@@ -95,7 +95,7 @@ fn decode_err(bytes: &[u8]) -> String {
 /// beyond-limit cases (honouring any one of their declared sizes would take gigabytes).
 #[test]
 fn hostile_sizes_are_refused_without_large_allocations() {
-    const LIMIT_MIB: u64 = 32;
+    const LIMIT_MIB: u64 = 16;
     let before = vm_hwm_kib();
 
     // Images: headers declaring 100000 x 100000 (and other beyond-limit sizes), tiny bodies.
@@ -131,6 +131,19 @@ fn hostile_sizes_are_refused_without_large_allocations() {
             matches!(e, Error::InvalidArgument(ref m) if m.contains("max-keypoints")),
             "{e}"
         );
+    }
+    // The largest valid capacity on a tiny frame: keypoint storage follows the frame (at most
+    // one keypoint per pixel), not the 1 000 000 records (32 MB) the parameter allows.
+    for detector in [DetectorKind::Surf, DetectorKind::Harris] {
+        let params = DetectParams {
+            detector,
+            surf: SurfConfig::default(),
+            harris: HarrisConfig::default(),
+            max_keypoints: MAX_KEYPOINTS_LIMIT,
+            descriptor: DescriptorKind::F32,
+        };
+        let f = cpu.detect(&image, &params).unwrap();
+        assert_eq!(f.dropped, 0);
     }
 
     // A homography "file" of megabytes: the parser rejects the text in one pass, and the loader
