@@ -316,3 +316,110 @@ fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
         }
     }
 }
+
+/// `surfcl stream DIR --json FILE` (in-process, the binary's `main_with_args`), SURF and Harris:
+/// one JSON row per input file in name order; an empty file and a frame larger than
+/// `--max-size` are reported with their error and skipped; the good frames have the keypoints of
+/// frame-by-frame processing and are matched against the previous good frame.
+#[test]
+fn stream_cli_reports_bad_files_and_matches_good_frames() {
+    require_opencl();
+    let src = boat();
+    let (w, h) = (240, 180);
+    let dir = std::env::temp_dir().join(format!("surfcl-stream-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pgm = |name: &str, pixels: &[u8], w: usize, h: usize| {
+        let mut bytes = format!("P5\n{w} {h}\n255\n").into_bytes();
+        bytes.extend_from_slice(pixels);
+        std::fs::write(dir.join(name), bytes).unwrap();
+    };
+    let good: Vec<Vec<u8>> = [(0, 0), (5, 3), (11, 6)]
+        .iter()
+        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .collect();
+    pgm("f0.pgm", &good[0], w, h);
+    pgm("f1.pgm", &good[1], w, h);
+    std::fs::write(dir.join("f2.pgm"), b"").unwrap();
+    pgm("f3.pgm", &crop(&src, 300, 250, w + 10, h), w + 10, h);
+    pgm("f4.pgm", &good[2], w, h);
+
+    for detector in ["surf", "harris"] {
+        let json = dir.join(format!("{detector}.json"));
+        let code = surfcl_gpu::cli::main_with_args([
+            "surfcl",
+            "stream",
+            dir.to_str().unwrap(),
+            "--max-size",
+            "240x180",
+            "--max-keypoints",
+            "300",
+            "--detector",
+            detector,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(code, std::process::ExitCode::SUCCESS, "{detector}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["detector"], detector);
+        let frames = v["frames"].as_array().unwrap();
+        assert_eq!(frames.len(), 5, "{detector}: one row per file");
+        assert!(
+            frames[2]["error"].as_str().unwrap().contains("f2.pgm"),
+            "{}",
+            frames[2]
+        );
+        assert!(
+            frames[3]["error"].as_str().unwrap().contains("exceeds"),
+            "{}",
+            frames[3]
+        );
+        // Reference keypoint counts, frame by frame, with the CLI's configuration.
+        let counts: Vec<usize> = good
+            .iter()
+            .map(|p| {
+                let image = GrayImage::new(p, w, h).unwrap();
+                if detector == "surf" {
+                    Pipeline::open(None, config(w, h))
+                        .unwrap()
+                        .detect(&image)
+                        .unwrap()
+                        .keypoints
+                        .len()
+                } else {
+                    HarrisPipeline::open(
+                        None,
+                        HarrisPipelineConfig::new(w, h, HarrisConfig::default(), 300),
+                    )
+                    .unwrap()
+                    .detect(&image)
+                    .unwrap()
+                    .keypoints
+                    .len()
+                }
+            })
+            .collect();
+        for (row, (want_kp, previous)) in
+            [0usize, 1, 4]
+                .iter()
+                .zip(counts.iter().zip([None, Some(0u64), Some(1u64)]))
+        {
+            let f = &frames[*row];
+            assert!(f.get("error").is_none(), "{detector}: {f}");
+            assert_eq!(f["index"], *row as u64);
+            assert_eq!(
+                f["keypoints"].as_array().unwrap().len(),
+                *want_kp,
+                "{detector} {row}"
+            );
+            assert_eq!(f["previous"].as_u64(), previous, "{detector} {row}");
+            if previous.is_some() {
+                assert!(
+                    f["matches"].as_array().unwrap().len() > 10,
+                    "{detector} {row}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
