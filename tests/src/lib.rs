@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use surfcl_core::homography::Homography;
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::{Descriptor, Keypoint};
 use surfcl_gpu::io::{OwnedGray, load_gray, load_homography};
 
 /// The repository's `data/` folder.
@@ -45,4 +47,22 @@ pub fn require_opencl() {
 pub fn load_pgm(path: &str) -> (Vec<u8>, usize, usize) {
     let image = load_gray(Path::new(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     (image.pixels, image.width, image.height)
+}
+
+/// The core's `f32` matches of `qd` (query) against `td` (train): the reference the OpenCL
+/// matchers and streams are compared with.
+pub fn core_matches(
+    qk: &[Keypoint],
+    qd: &[Descriptor],
+    tk: &[Keypoint],
+    td: &[Descriptor],
+    config: &MatchConfig,
+) -> Vec<Match> {
+    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
+    let mut out = vec![Match::default(); qd.len()];
+    match match_f32(qk, qd, tk, td, config, &mut best, &mut out) {
+        Ok(n) => out.truncate(n),
+        Err(e) => panic!("core matcher: {e}"),
+    }
+    out
 }

@@ -4,14 +4,14 @@
 //! disturbing the stream.
 
 use surfcl_core::harris::HarrisConfig;
-use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::{
     OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamFrame, StreamPipeline,
 };
-use surfcl_tests::require_opencl;
+use surfcl_tests::{core_matches, require_opencl};
 
 /// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
 fn boat() -> (Vec<u8>, usize, usize) {
@@ -59,20 +59,6 @@ fn config(w: usize, h: usize) -> PipelineConfig {
         max_keypoints: 300,
         local_size: None,
     }
-}
-
-fn core_matches(
-    qk: &[Keypoint],
-    qd: &[Descriptor],
-    tk: &[Keypoint],
-    td: &[Descriptor],
-    config: &MatchConfig,
-) -> Vec<Match> {
-    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
-    let mut out = vec![Match::default(); qd.len()];
-    let n = match_f32(qk, qd, tk, td, config, &mut best, &mut out).unwrap();
-    out.truncate(n);
-    out
 }
 
 #[test]

@@ -8,9 +8,9 @@
 use std::process::Command;
 
 use surfcl_core::harris::HarrisConfig;
-use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
-use surfcl_core::{Descriptor, GrayImage, Keypoint};
+use surfcl_core::GrayImage;
 use surfcl_gpu::io::OwnedGray;
 use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::inject::{
@@ -20,7 +20,7 @@ use surfcl_gpu::opencl::{
     DetectOutput, GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig, StreamDetector,
     StreamFrame, StreamPipeline,
 };
-use surfcl_tests::{boat_image, require_opencl};
+use surfcl_tests::{boat_image, core_matches, require_opencl};
 
 const W: usize = 200;
 const H: usize = 160;
@@ -220,20 +220,6 @@ fn creation_faults_are_typed_and_a_retry_works() {
         assert_eq!(m.len(), d.keypoints.len(), "each descriptor matches itself");
         assert!(m.iter().all(|x| x.query == x.train));
     }
-}
-
-fn core_matches(
-    qk: &[Keypoint],
-    qd: &[Descriptor],
-    tk: &[Keypoint],
-    td: &[Descriptor],
-    config: &MatchConfig,
-) -> Vec<Match> {
-    let mut best = vec![TrainBest::EMPTY; if config.cross_check { td.len() } else { 0 }];
-    let mut out = vec![Match::default(); qd.len()];
-    let n = match_f32(qk, qd, tk, td, config, &mut best, &mut out).unwrap();
-    out.truncate(n);
-    out
 }
 
 /// A fault planned while the stream runs (from the sink of the first frame: the next

@@ -8,17 +8,19 @@ use ocl::{Buffer, Event, Kernel, MemMap, OclPrm, Queue};
 use super::OpenClError;
 use super::inject::{self, FaultPoint};
 
-/// Enqueues `kernel` on its queue over a 1-D range of `global` work-items in groups of `local`
-/// (`global` is rounded up to a multiple of `local`; every kernel bounds-checks its id), and
-/// records the command's event in `event` for profiling. The kernel starts only after the
-/// events of `wait` (commands on other queues: an upload, a gather of the previous frame) have
-/// completed.
+/// Enqueues `kernel` on `queue` (its own queue when `None`) over a 1-D range of `global`
+/// work-items in groups of `local` (`global` is rounded up to a multiple of `local`; every
+/// kernel bounds-checks its id), and records the command's event in `event` for profiling. The
+/// kernel starts only after the events of `wait` (commands on other queues: an upload, a gather
+/// of the previous frame) have completed.
 ///
 /// Callers guarantee the invariant that makes this sound: every buffer argument of `kernel` was
 /// allocated by the same pipeline for its maximum frame size and capacities, and the scalar
-/// arguments (frame size, counts, capacities) never exceed what those buffers hold.
-pub(crate) fn launch_after(
+/// arguments (frame size, counts, capacities) never exceed what those buffers hold; `queue`
+/// belongs to the context the kernel's program was built for.
+pub(crate) fn launch_on(
     kernel: &Kernel,
+    queue: Option<&Queue>,
     global: usize,
     local: usize,
     wait: &[Event],
@@ -27,18 +29,21 @@ pub(crate) fn launch_after(
     inject::runtime(FaultPoint::Enqueue, "enqueue kernel")?;
     let local = local.max(1);
     let global = global.div_ceil(local).max(1) * local;
+    let mut cmd = kernel.cmd();
+    if let Some(q) = queue {
+        cmd = cmd.queue(q);
+    }
+    let cmd = cmd
+        .global_work_size(global)
+        .local_work_size(local)
+        .enew(event);
     // SAFETY: the kernels of kernels/*.cl read and write only inside the index ranges implied by
     // their scalar arguments (all guarded by explicit bounds checks against the frame size and the
     // capacities), and the pipeline sizes every buffer for its maximum frame and capacities, which
     // it checks before setting those scalars (see the doc comment above). Local memory arguments
-    // are sized from the same `local` value passed here. The queue is in-order, so no kernel sees
+    // are sized from the same `local` value passed here. Queues are in-order, so no kernel sees
     // a buffer before the command that fills it has finished; a buffer filled or read on another
     // queue is ordered by `wait`.
-    let cmd = kernel
-        .cmd()
-        .global_work_size(global)
-        .local_work_size(local)
-        .enew(event);
     if wait.is_empty() {
         unsafe { cmd.enq() }
     } else {
@@ -47,33 +52,15 @@ pub(crate) fn launch_after(
     .map_err(OpenClError::runtime("enqueue kernel"))
 }
 
-/// [`launch_after`] on `queue` rather than the kernel's own queue (a kernel of one program
-/// ordered with the commands of another queue).
-pub(crate) fn launch_on(
+/// [`launch_on`] on the kernel's own queue.
+pub(crate) fn launch_after(
     kernel: &Kernel,
-    queue: &Queue,
     global: usize,
     local: usize,
     wait: &[Event],
     event: &mut Event,
 ) -> Result<(), OpenClError> {
-    inject::runtime(FaultPoint::Enqueue, "enqueue kernel")?;
-    let local = local.max(1);
-    let global = global.div_ceil(local).max(1) * local;
-    // SAFETY: as for `launch_after` (same kernels, same caller obligations); the queue belongs
-    // to the context the kernel's program was built for.
-    let cmd = kernel
-        .cmd()
-        .queue(queue)
-        .global_work_size(global)
-        .local_work_size(local)
-        .enew(event);
-    if wait.is_empty() {
-        unsafe { cmd.enq() }
-    } else {
-        unsafe { cmd.ewait(wait).enq() }
-    }
-    .map_err(OpenClError::runtime("enqueue kernel"))
+    launch_on(kernel, None, global, local, wait, event)
 }
 
 /// Starts a non-blocking readback of the first `dst.len()` words of `src` into `dst` on

@@ -30,14 +30,13 @@ use ocl::builders::KernelBuilder;
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};
 use ocl::flags::{DeviceFpConfig, MemFlags};
 use ocl::{Buffer, Event, Kernel, MemMap, Program, Queue};
+use surfcl_core::GrayImage;
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
-use surfcl_core::{DESCRIPTOR_LEN, GrayImage, Keypoint};
 
 use super::enqueue::{launch_after, map_staging};
 use super::inject::{self, FaultPoint};
-use super::pipeline::{DetectOutput, Gpu, HEADER_WORDS, KP_WORDS, RECORD_WORDS, event_ms};
+use super::pipeline::{DetectOutput, Gpu, HEADER_WORDS, KP_WORDS, RECORD_WORDS, records_output};
 use super::{OpenClError, SETUP_LOCK};
-use crate::backend::StageTiming;
 
 const HARRIS_CL: &str = include_str!("../../kernels/harris.cl");
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
@@ -726,56 +725,15 @@ impl HarrisPipeline {
         events: &[(&'static str, Event)],
         wall_ms: f64,
     ) -> Result<DetectOutput, OpenClError> {
-        let kept = found.min(self.config.max_keypoints);
-        if stage.len() < HEADER_WORDS + kept * RECORD_WORDS {
-            return Err(OpenClError::Unsupported(format!(
-                "{kept} records in a {}-word readback",
-                stage.len()
-            )));
-        }
-        let mut keypoints = Vec::with_capacity(kept);
-        let mut descriptors = Vec::with_capacity(if self.config.describe { kept } else { 0 });
-        for r in 0..kept {
-            let rec = &stage[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
-            keypoints.push(Keypoint {
-                x: f32::from_bits(rec[0]),
-                y: f32::from_bits(rec[1]),
-                scale: f32::from_bits(rec[2]),
-                orientation: f32::from_bits(rec[3]),
-                response: f32::from_bits(rec[4]),
-                laplacian: 0,
-                octave: 0,
-                interval: 0,
-                sample_x: rec[6],
-                sample_y: rec[7],
-            });
-            if self.config.describe {
-                let mut d = [0.0f32; DESCRIPTOR_LEN];
-                for (k, v) in d.iter_mut().enumerate() {
-                    *v = f32::from_bits(rec[KP_WORDS + k]);
-                }
-                descriptors.push(d);
-            }
-        }
-        let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
-        for (name, ev) in events {
-            let ms = event_ms(ev)?;
-            match timings.last_mut() {
-                Some(t) if t.name == *name => t.ms += ms,
-                _ => timings.push(StageTiming {
-                    name: (*name).to_string(),
-                    ms,
-                }),
-            }
-        }
-        Ok(DetectOutput {
-            keypoints,
-            descriptors,
-            candidates: found,
-            dropped: found - kept,
-            timings,
+        // harris.cl writes the record's meta word as 0: octave, interval and Laplacian 0.
+        records_output(
+            stage,
+            found,
+            self.config.max_keypoints,
+            self.config.describe,
+            events,
             wall_ms,
-        })
+        )
     }
 
     /// Detects the Harris corners of one frame (strongest first, as the core's `harris::detect`

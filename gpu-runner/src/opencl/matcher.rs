@@ -406,7 +406,7 @@ impl GpuMatcher {
                 .map_err(OpenClError::runtime("build gather kernel"))?,
         };
         let mut ev = Event::empty();
-        let launched = launch_on(&k, queue, 64 * n, 256, wait, &mut ev);
+        let launched = launch_on(&k, Some(queue), 64 * n, 256, wait, &mut ev);
         self.gather_kernel = Some(k);
         launched?;
         events.push(("gather", ev));

@@ -945,44 +945,14 @@ impl Pipeline {
         events: &[(&'static str, Event)],
         wall_ms: f64,
     ) -> Result<DetectOutput, OpenClError> {
-        let kept = found.min(self.config.max_keypoints);
-        if stage.len() < HEADER_WORDS + kept * RECORD_WORDS {
-            return Err(OpenClError::Unsupported(format!(
-                "{kept} records in a {}-word readback",
-                stage.len()
-            )));
-        }
-        let mut keypoints = Vec::with_capacity(kept);
-        let mut descriptors = Vec::with_capacity(kept);
-        for r in 0..kept {
-            let rec = &stage[HEADER_WORDS + r * RECORD_WORDS..][..RECORD_WORDS];
-            let meta = rec[5];
-            keypoints.push(Keypoint {
-                x: f32::from_bits(rec[0]),
-                y: f32::from_bits(rec[1]),
-                scale: f32::from_bits(rec[2]),
-                orientation: f32::from_bits(rec[3]),
-                response: f32::from_bits(rec[4]),
-                laplacian: ((meta >> 16) & 0xff) as u8 as i8,
-                octave: (meta & 0xff) as u8,
-                interval: ((meta >> 8) & 0xff) as u8,
-                sample_x: rec[6],
-                sample_y: rec[7],
-            });
-            let mut d = [0.0f32; DESCRIPTOR_LEN];
-            for (k, v) in d.iter_mut().enumerate() {
-                *v = f32::from_bits(rec[KP_WORDS + k]);
-            }
-            descriptors.push(d);
-        }
-        Ok(DetectOutput {
-            keypoints,
-            descriptors,
-            candidates: found,
-            dropped: found - kept,
-            timings: stage_timings(events)?,
+        records_output(
+            stage,
+            found,
+            self.config.max_keypoints,
+            true,
+            events,
             wall_ms,
-        })
+        )
     }
 
     /// Detects and describes the keypoints of one frame.
@@ -1090,6 +1060,58 @@ fn zeroed_u32(gpu: &Gpu, what: &'static str, len: usize) -> Result<Buffer<u32>, 
 }
 
 /// Sums profiling times per stage, merging consecutive events of one stage.
+/// A frame's output from a readback of a result buffer (surf.cl and harris.cl share the
+/// layout: `HEADER_WORDS`, then per kept keypoint `KP_WORDS` of keypoint and the descriptor):
+/// the first `min(found, max_keypoints)` records, with their descriptors when `describe`.
+pub(crate) fn records_output(
+    stage: &[u32],
+    found: usize,
+    max_keypoints: usize,
+    describe: bool,
+    events: &[(&'static str, Event)],
+    wall_ms: f64,
+) -> Result<DetectOutput, OpenClError> {
+    let kept = found.min(max_keypoints);
+    if stage.len() < HEADER_WORDS + kept * RECORD_WORDS {
+        return Err(OpenClError::Unsupported(format!(
+            "{kept} records in a {}-word readback",
+            stage.len()
+        )));
+    }
+    let mut keypoints = Vec::with_capacity(kept);
+    let mut descriptors = Vec::with_capacity(if describe { kept } else { 0 });
+    for rec in stage[HEADER_WORDS..].chunks_exact(RECORD_WORDS).take(kept) {
+        let meta = rec[5];
+        keypoints.push(Keypoint {
+            x: f32::from_bits(rec[0]),
+            y: f32::from_bits(rec[1]),
+            scale: f32::from_bits(rec[2]),
+            orientation: f32::from_bits(rec[3]),
+            response: f32::from_bits(rec[4]),
+            laplacian: ((meta >> 16) & 0xff) as u8 as i8,
+            octave: (meta & 0xff) as u8,
+            interval: ((meta >> 8) & 0xff) as u8,
+            sample_x: rec[6],
+            sample_y: rec[7],
+        });
+        if describe {
+            let mut d = [0.0f32; DESCRIPTOR_LEN];
+            for (v, &bits) in d.iter_mut().zip(&rec[KP_WORDS..]) {
+                *v = f32::from_bits(bits);
+            }
+            descriptors.push(d);
+        }
+    }
+    Ok(DetectOutput {
+        keypoints,
+        descriptors,
+        candidates: found,
+        dropped: found - kept,
+        timings: stage_timings(events)?,
+        wall_ms,
+    })
+}
+
 pub(crate) fn stage_timings(
     events: &[(&'static str, Event)],
 ) -> Result<Vec<StageTiming>, OpenClError> {

@@ -509,16 +509,8 @@ impl StreamPipeline {
             &mut st.events,
         )?;
         let reader: Vec<Event> = self.readers[st.set].iter().cloned().collect();
+        self.gather_into(st.set, &reader, &mut st.events)?;
         let queue = self.detector.queue().clone();
-        self.matcher.gather(
-            &queue,
-            self.detector.result_buffer(),
-            self.detector.max_keypoints(),
-            self.match_config.sign_test,
-            (&self.sets[st.set].0, &self.sets[st.set].1),
-            &reader,
-            &mut st.events,
-        )?;
         let mut ev = Event::empty();
         read_async(
             self.detector.result_buffer(),
@@ -528,6 +520,26 @@ impl StreamPipeline {
         )?;
         st.events.push(("readback", ev));
         queue.flush().map_err(OpenClError::runtime("flush queue"))
+    }
+
+    /// Enqueues on the detector queue, after `wait`, the gather of the kept records of the
+    /// result buffer into descriptor set `set`.
+    fn gather_into(
+        &mut self,
+        set: usize,
+        wait: &[Event],
+        events: &mut Vec<(&'static str, Event)>,
+    ) -> Result<(), OpenClError> {
+        let queue = self.detector.queue().clone();
+        self.matcher.gather(
+            &queue,
+            self.detector.result_buffer(),
+            self.detector.max_keypoints(),
+            self.match_config.sign_test,
+            (&self.sets[set].0, &self.sets[set].1),
+            wait,
+            events,
+        )
     }
 
     /// Starts a pending frame (if any); `in_flight`: (set, staging area) of the frame before.
@@ -585,17 +597,9 @@ impl StreamPipeline {
             }
         };
         let out = self.detector.output(found)?;
-        let queue = self.detector.queue().clone();
-        self.matcher.gather(
-            &queue,
-            self.detector.result_buffer(),
-            self.detector.max_keypoints(),
-            self.match_config.sign_test,
-            (&self.sets[st.set].0, &self.sets[st.set].1),
-            &[],
-            &mut st.events,
-        )?;
-        queue
+        self.gather_into(st.set, &[], &mut st.events)?;
+        self.detector
+            .queue()
             .finish()
             .map_err(OpenClError::runtime("wait for queue"))?;
         let kept = found.min(self.detector.max_keypoints());
