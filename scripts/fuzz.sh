@@ -3,8 +3,6 @@
 #
 #   scripts/fuzz.sh                 # all default targets, FUZZ_SECONDS (20) each
 #   FUZZ_SECONDS=300 scripts/fuzz.sh matcher surf_detect
-#   FUZZ_ROS=1 scripts/fuzz.sh      # also ros_image (ros2-client + RustDDS: 92 more crates;
-#                                   # its cold build took 7.6 min on 2 cores)
 #
 # Needs the nightly toolchain (cargo-fuzz's sanitizers); installs cargo-fuzz when missing.
 # New corpus entries go to fuzz/target/corpus/<target>/ (not committed); the committed seeds in
@@ -23,22 +21,15 @@ if ! cargo "+$toolchain" fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-default_targets=(surf_detect harris_detect packed_responses matcher image_decode homography_parse)
-features=()
-if [[ "${FUZZ_ROS:-0}" == 1 ]]; then
-    default_targets+=(ros_image)
-    features=(--features ros)
-fi
+default_targets=(surf_detect harris_detect packed_responses matcher image_decode homography_parse
+    ros_image)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${default_targets[@]}")
-for t in "${targets[@]}"; do
-    if [[ "$t" == ros_image ]]; then features=(--features ros); fi
-done
 
 # Debug assertions on (overflow checks included): an overflow is a finding, not a wrap. Built
 # once; the binaries are then run directly, because `cargo fuzz run` re-checks the build and the
 # workspace sources change under parallel work (each re-check could recompile surfcl-gpu).
-cargo "+$toolchain" fuzz build "${features[@]}" --debug-assertions
+cargo "+$toolchain" fuzz build --debug-assertions
 host=$(rustc "+$toolchain" -vV | sed -n 's/^host: //p')
 bin_dir="target/$host/release"
 

@@ -4,5 +4,29 @@
 #![forbid(unsafe_code)]
 
 pub mod entry;
-#[cfg(feature = "ros")]
 pub mod ros;
+
+/// The fields of the node's `surfcl_ros::msg::Image` that its conversion code reads. The node's
+/// type also derives the ROS 2/CDR message traits, which need `ros2-client` (a build of minutes
+/// with the sanitizers); the conversion code under test is the node's own file, below.
+pub mod msg {
+    /// `sensor_msgs/Image` without the header.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct Image {
+        /// Rows.
+        pub height: u32,
+        /// Columns.
+        pub width: u32,
+        /// Pixel encoding.
+        pub encoding: String,
+        /// Bytes per row, including any padding.
+        pub step: u32,
+        /// `step * height` bytes.
+        pub data: Vec<u8>,
+    }
+}
+
+/// `ros-node/src/convert.rs` itself (validation of incoming images and colour-to-gray), built
+/// against [`msg::Image`].
+#[path = "../../ros-node/src/convert.rs"]
+pub mod convert;

@@ -1,7 +1,8 @@
-//! Fuzz entry of the ROS node's image message checks (`surfcl_ros::convert`).
+//! Fuzz entry of the ROS node's image message checks (`ros-node/src/convert.rs`, compiled into
+//! this crate as [`crate::convert`]).
 
-use surfcl_ros::convert::{Encoding, to_gray, validate};
-use surfcl_ros::msg::Image;
+use crate::convert::{Encoding, to_gray, validate};
+use crate::msg::Image;
 
 use crate::entry::Reader;
 

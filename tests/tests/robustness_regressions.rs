@@ -8,18 +8,29 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)]
 mod entry;
 
+// `fuzz/src/ros.rs` refers to `crate::convert` and `crate::msg`; here they are the node's own
+// (the fuzz crate compiles `ros-node/src/convert.rs` itself, to avoid building ros2-client).
+mod convert {
+    pub use surfcl_ros::convert::*;
+}
+mod msg {
+    pub use surfcl_ros::msg::Image;
+}
+#[path = "../../fuzz/src/ros.rs"]
+mod ros;
+
 /// A fuzz target: its name and entry point.
 type Target = (&'static str, fn(&[u8]));
 
-/// The fuzz targets that run here (`ros_image` needs surfcl-ros, which this crate does not
-/// depend on; its inputs are replayed by `scripts/fuzz.sh` with `FUZZ_ROS=1`).
-const TARGETS: [Target; 6] = [
+/// The fuzz targets, all replayed here.
+const TARGETS: [Target; 7] = [
     ("surf_detect", entry::surf_detect),
     ("harris_detect", entry::harris_detect),
     ("packed_responses", entry::packed_responses),
     ("matcher", entry::matcher),
     ("image_decode", entry::image_decode),
     ("homography_parse", entry::homography_parse),
+    ("ros_image", ros::ros_image),
 ];
 
 fn fuzz_dir() -> PathBuf {
