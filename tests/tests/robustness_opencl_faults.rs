@@ -7,10 +7,10 @@
 
 use std::process::Command;
 
+use surfcl_core::GrayImage;
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
-use surfcl_core::GrayImage;
 use surfcl_gpu::io::OwnedGray;
 use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::inject::{
