@@ -409,3 +409,50 @@ fn stream_cli_reports_bad_files_and_matches_good_frames() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Resident memory of the process, KiB (`VmRSS` of `/proc/self/status`; `None` off Linux).
+fn vm_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A long stream holds no growing state (events, kernels, staging): after a warm-up, 400 more
+/// frames leave the resident memory within 8 MiB, and the frames keep matching.
+#[test]
+fn long_stream_does_not_grow() {
+    require_opencl();
+    let src = boat();
+    let (w, h) = (160, 120);
+    let crops: Vec<Vec<u8>> = (0..8)
+        .map(|k| crop(&src, 300 + 3 * k, 250 + 2 * k, w, h))
+        .collect();
+    let mut stream = StreamPipeline::open(None, config(w, h), MatchConfig::default()).unwrap();
+    let frames = |n: usize| {
+        (0..n)
+            .map(|i| GrayImage::new(&crops[i % crops.len()], w, h).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let mut matched = 0usize;
+    let mut run = |stream: &mut StreamPipeline, n: usize| {
+        stream.run(frames(n), |_, r| {
+            matched += usize::from(r.unwrap().matches.len() > 5);
+            true
+        });
+    };
+    run(&mut stream, 100);
+    let before = vm_rss_kib();
+    run(&mut stream, 400);
+    let after = vm_rss_kib();
+    assert!(
+        matched >= 490,
+        "{matched} of 500 frames matched their previous one"
+    );
+    if let (Some(b), Some(a)) = (before, after) {
+        eprintln!("VmRSS {b} KiB after 100 frames, {a} KiB after 500");
+        assert!(
+            a <= b + 8 * 1024,
+            "resident memory grew from {b} to {a} KiB"
+        );
+    }
+}
