@@ -186,21 +186,14 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         for kind in [DetectorKind::Surf, DetectorKind::Harris] {
             for size in &args.sizes {
                 let (w, h) = (size.width, size.height);
-                let detector = match kind {
-                    DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
-                        max_width: w,
-                        max_height: h,
-                        surf: params.surf,
-                        max_keypoints: params.max_keypoints,
-                        local_size: None,
-                    }),
-                    DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
-                        w,
-                        h,
-                        params.harris,
-                        params.max_keypoints,
-                    )),
-                };
+                let detector = StreamDetector::for_params(
+                    &DetectParams {
+                        detector: kind,
+                        ..params
+                    },
+                    w,
+                    h,
+                );
                 stream_rows.push(bench_stream(
                     &source,
                     (w, h),

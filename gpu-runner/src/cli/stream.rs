@@ -13,13 +13,10 @@ use serde_json::{Value, json};
 use super::args::{DetectOptions, ImageSize, JsonTarget, MatchOptions};
 use surfcl_core::GrayImage;
 
-use crate::backend::{DescriptorKind, DetectorKind};
+use crate::backend::DescriptorKind;
 use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
-use crate::opencl::harris::HarrisPipelineConfig;
-use crate::opencl::{
-    OpenClError, PipelineConfig, StreamDetector, StreamFrame, StreamInput, StreamPipeline,
-};
+use crate::opencl::{OpenClError, StreamDetector, StreamFrame, StreamInput, StreamPipeline};
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]
@@ -151,21 +148,7 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
             .map_or((first_frame.width, first_frame.height), |s| {
                 (s.width, s.height)
             });
-        let detector = match params.detector {
-            DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
-                max_width,
-                max_height,
-                surf: params.surf,
-                max_keypoints: params.max_keypoints,
-                local_size: None,
-            }),
-            DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
-                max_width,
-                max_height,
-                params.harris,
-                params.max_keypoints,
-            )),
-        };
+        let detector = StreamDetector::for_params(&params, max_width, max_height);
         let mut stream =
             StreamPipeline::open_detector(args.detect.device.as_deref(), detector, matching)?;
         device = Some(stream.device_name());

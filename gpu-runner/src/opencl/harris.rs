@@ -35,7 +35,10 @@ use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
 
 use super::enqueue::{launch_after, map_staging};
 use super::inject::{self, FaultPoint};
-use super::pipeline::{DetectOutput, Gpu, HEADER_WORDS, KP_WORDS, RECORD_WORDS, records_output};
+use super::pipeline::{
+    DetectOutput, Gpu, HEADER_WORDS, KP_WORDS, RECORD_WORDS, read_records, readback_hint,
+    records_output,
+};
 use super::{OpenClError, SETUP_LOCK};
 
 const HARRIS_CL: &str = include_str!("../../kernels/harris.cl");
@@ -647,15 +650,7 @@ impl HarrisPipeline {
         // One readback of the header and as many records as the last frame had (plus margin);
         // a second one only when this frame has more.
         let guess = self.read_hint.min(n_max);
-        let first = HEADER_WORDS + guess * RECORD_WORDS;
-        inject::runtime(FaultPoint::Readback, "read back results")?;
-        let mut ev = Event::empty();
-        self.result
-            .read(&mut self.stage_out[..first])
-            .enew(&mut ev)
-            .enq()
-            .map_err(OpenClError::runtime("read back results"))?;
-        events.push(("readback", ev));
+        read_records(&self.result, &mut self.stage_out, 0, guess, events)?;
         let found = self.stage_out[0] as usize;
         if self.stage_out[1] > 0 || found > self.cand_capacity {
             return Err(OpenClError::CandidateOverflow {
@@ -665,17 +660,9 @@ impl HarrisPipeline {
         }
         let kept = found.min(n_max);
         if kept > guess {
-            let mut ev = Event::empty();
-            let end = HEADER_WORDS + kept * RECORD_WORDS;
-            self.result
-                .read(&mut self.stage_out[first..end])
-                .offset(first)
-                .enew(&mut ev)
-                .enq()
-                .map_err(OpenClError::runtime("read back results"))?;
-            events.push(("readback", ev));
+            read_records(&self.result, &mut self.stage_out, guess, kept, events)?;
         }
-        self.read_hint = (kept + kept / 4 + 64).min(n_max);
+        self.read_hint = readback_hint(kept, n_max);
         let max_bits = self.stage_out[H_MAX];
         let max_response = f32::from_bits(if max_bits & 0x8000_0000 != 0 {
             max_bits & 0x7fff_ffff

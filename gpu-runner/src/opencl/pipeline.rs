@@ -879,15 +879,7 @@ impl Pipeline {
         // a second read only when this frame has more.
         let n_max = self.config.max_keypoints;
         let guess = self.read_hint.min(n_max);
-        let first = HEADER_WORDS + guess * RECORD_WORDS;
-        inject::runtime(FaultPoint::Readback, "read back results")?;
-        let mut ev = Event::empty();
-        self.result
-            .read(&mut self.stage_out[..first])
-            .enew(&mut ev)
-            .enq()
-            .map_err(OpenClError::runtime("read back results"))?;
-        events.push(("readback", ev));
+        read_records(&self.result, &mut self.stage_out, 0, guess, events)?;
         let found = self.stage_out[0] as usize;
         let overflow = self.stage_out[1] as usize;
         if overflow > 0 || found > self.cand_capacity {
@@ -896,17 +888,9 @@ impl Pipeline {
         }
         let kept = found.min(n_max);
         if kept > guess {
-            let mut ev = Event::empty();
-            let end = HEADER_WORDS + kept * RECORD_WORDS;
-            self.result
-                .read(&mut self.stage_out[first..end])
-                .offset(first)
-                .enew(&mut ev)
-                .enq()
-                .map_err(OpenClError::runtime("read back results"))?;
-            events.push(("readback", ev));
+            read_records(&self.result, &mut self.stage_out, guess, kept, events)?;
         }
-        self.read_hint = (kept + kept / 4 + 64).min(n_max);
+        self.read_hint = readback_hint(kept, n_max);
         self.last_found = found;
         Ok(Some(found))
     }
@@ -1060,6 +1044,39 @@ fn zeroed_u32(gpu: &Gpu, what: &'static str, len: usize) -> Result<Buffer<u32>, 
 }
 
 /// Sums profiling times per stage, merging consecutive events of one stage.
+/// Reads back (blocking) into `stage` the words of `result` that hold records `from..to`, and
+/// the header too when `from` is 0.
+pub(crate) fn read_records(
+    result: &Buffer<u32>,
+    stage: &mut [u32],
+    from: usize,
+    to: usize,
+    events: &mut Vec<(&'static str, Event)>,
+) -> Result<(), OpenClError> {
+    inject::runtime(FaultPoint::Readback, "read back results")?;
+    let start = if from == 0 {
+        0
+    } else {
+        HEADER_WORDS + from * RECORD_WORDS
+    };
+    let end = HEADER_WORDS + to * RECORD_WORDS;
+    let mut ev = Event::empty();
+    result
+        .read(&mut stage[start..end])
+        .offset(start)
+        .enew(&mut ev)
+        .enq()
+        .map_err(OpenClError::runtime("read back results"))?;
+    events.push(("readback", ev));
+    Ok(())
+}
+
+/// Records the next readback takes after a frame that kept `kept`: a quarter more and 64, so
+/// that a second read is rare when the count grows.
+pub(crate) fn readback_hint(kept: usize, max_keypoints: usize) -> usize {
+    (kept + kept / 4 + 64).min(max_keypoints)
+}
+
 /// A frame's output from a readback of a result buffer (surf.cl and harris.cl share the
 /// layout: `HEADER_WORDS`, then per kept keypoint `KP_WORDS` of keypoint and the descriptor):
 /// the first `min(found, max_keypoints)` records, with their descriptors when `describe`.

@@ -43,10 +43,11 @@ use super::enqueue::{map_staging, read_async, upload_async};
 use super::harris::{HarrisPipeline, HarrisPipelineConfig};
 use super::matcher::GpuMatcher;
 use super::pipeline::{
-    DetectOutput, Gpu, HEADER_WORDS, Pipeline, PipelineConfig, RECORD_WORDS, stage_timings,
+    DetectOutput, Gpu, HEADER_WORDS, Pipeline, PipelineConfig, RECORD_WORDS, readback_hint,
+    stage_timings,
 };
 use super::{OpenClError, Selected};
-use crate::backend::StageTiming;
+use crate::backend::{DetectParams, DetectorKind, StageTiming};
 
 /// One processed frame of a stream.
 #[derive(Debug, Clone, Default)]
@@ -129,6 +130,28 @@ pub enum StreamDetector {
     /// Harris corners with upright SURF-64 descriptors at the fixed scale (the
     /// [`HarrisPipeline`] of this configuration; `describe` must be on).
     Harris(HarrisPipelineConfig),
+}
+
+impl StreamDetector {
+    /// The detector that `params` choose (SURF or Harris, their configuration and keypoint
+    /// capacity), for frames up to `max_width x max_height`.
+    pub fn for_params(params: &DetectParams, max_width: usize, max_height: usize) -> Self {
+        match params.detector {
+            DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
+                max_width,
+                max_height,
+                surf: params.surf,
+                max_keypoints: params.max_keypoints,
+                local_size: None,
+            }),
+            DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
+                max_width,
+                max_height,
+                params.harris,
+                params.max_keypoints,
+            )),
+        }
+    }
 }
 
 /// The detector of a stream.
@@ -493,7 +516,7 @@ impl StreamPipeline {
     /// a quarter and 64.
     fn read_hint(&self) -> usize {
         let kept = self.last_kept[0].max(self.last_kept[1]);
-        self.detector.max_keypoints().min(kept + kept / 4 + 64)
+        readback_hint(kept, self.detector.max_keypoints())
     }
 
     /// Enqueues (or enqueues again) everything of a started frame on the detector queue.
