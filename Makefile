@@ -1,14 +1,15 @@
 # Two entry points for a fresh Debian/Ubuntu machine with a Rust toolchain (root or sudo):
 #   make demo   the main job: detect + match on the Oxford boat pair on OpenCL (PoCL without a GPU)
 #   make test   every test: unit, integration (CPU vs OpenCL on PoCL), CLI, ROS 2 interop with an
-#               independent DDS peer, the no_std link check, bounded fuzzing
+#               independent DDS peer, the no_std link check, the fuzzers' saved crash inputs
+#               replayed (stable toolchain only)
 # Each installs what it is missing first (scripts/install-deps.sh).
 
 CARGO ?= cargo
 OUT ?= out
 BOAT := data/oxford-boat
 
-.PHONY: demo test deps deps-test build nostd-check soak fmt-check clippy ci
+.PHONY: demo test fuzz deps deps-test build nostd-check soak fmt-check clippy ci
 
 deps:
 	scripts/install-deps.sh
@@ -27,13 +28,17 @@ demo: build
 		--homography $(BOAT)/H1to2p --draw $(OUT)/boat1-2-matches.png --json $(OUT)/boat1-2-matches.json
 	@echo "wrote $(OUT)/boat1-keypoints.png, $(OUT)/boat1-2-matches.png and $(OUT)/boat1-2-matches.json"
 
+# The fuzzers' saved crash inputs and seeds are replayed here on stable
+# (tests/tests/robustness_regressions.rs); new fuzzing is `make fuzz`.
 test: deps-test
 	$(CARGO) test --workspace
 	$(MAKE) nostd-check
-	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
-# Seconds per fuzz target in `make test` (scripts/fuzz.sh; longer campaigns: FUZZ_SECONDS=600).
+# Coverage-guided fuzzing (nightly toolchain + cargo-fuzz, both installed by scripts/fuzz.sh when
+# missing): FUZZ_SECONDS per target (longer campaigns: FUZZ_SECONDS=600).
 FUZZ_SECONDS ?= 20
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 # 2000 frames at 30 Hz through the ROS node, resident-memory growth bound, and latency (~100 s).
 soak:
