@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use crate::node::NodeConfig;
+use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, ImageReliability, NodeConfig};
 use crate::params::NodeParams;
 
 /// `surfcl-node` flags.
@@ -16,7 +16,8 @@ use crate::params::NodeParams;
     after_help = "ROS arguments are accepted after --ros-args: -r image:=/camera/image_raw \
                   -r __ns:=/robot -r __node:=name -p threshold:=0.001 (end them with --).\n\
                   Parameters: detector, threshold, octaves, upright, max_keypoints, precision, \
-                  descriptor, ratio, cross_check, backend, device, debug_image."
+                  descriptor, ratio, cross_check, backend, device, debug_image; at start-up \
+                  only: image_reliability (best_effort|reliable), image_qos_depth."
 )]
 pub struct Cli {
     /// Node name.
@@ -31,6 +32,15 @@ pub struct Cli {
     /// History depth of the (best-effort) image subscription.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub image_qos_depth: u32,
+    /// Reliability of the image subscription: best_effort (matches every camera driver) or
+    /// reliable (lost fragments of large frames are repaired; only matches reliable publishers).
+    /// Also `-p image_reliability:=reliable`.
+    #[arg(long, default_value = "best_effort", value_parser = parse_reliability)]
+    pub image_reliability: ImageReliability,
+    /// SO_RCVBUF requested for the DDS sockets, bytes (0: RustDDS's default of 8 MiB). Linux
+    /// grants at most net.core.rmem_max (x2); large best-effort frames need room for a whole frame.
+    #[arg(long, default_value_t = DEFAULT_SOCKET_RECEIVE_BUFFER)]
+    pub socket_receive_buffer: usize,
     /// Use every network interface instead of loopback only.
     #[arg(long)]
     pub all_interfaces: bool,
@@ -43,6 +53,10 @@ pub struct Cli {
     /// Do not echo log lines on stderr (they still go to /rosout).
     #[arg(long)]
     pub quiet: bool,
+}
+
+fn parse_reliability(s: &str) -> Result<ImageReliability, String> {
+    ImageReliability::parse(s).ok_or_else(|| format!("expected best_effort or reliable, got {s:?}"))
 }
 
 fn split_assign(s: &str) -> Result<(&str, &str), String> {
@@ -139,6 +153,8 @@ fn build_config(
             None => domain_from_env(ros_domain_id)?,
         },
         image_qos_depth: cli.image_qos_depth as usize,
+        image_reliability: cli.image_reliability,
+        socket_receive_buffer: cli.socket_receive_buffer,
         all_interfaces: cli.all_interfaces,
         log_to_stderr: !cli.quiet,
         ..NodeConfig::default()
@@ -154,7 +170,20 @@ fn build_config(
     let mut params = NodeParams::default();
     for p in cli.params.iter().chain(ros_params) {
         let (name, value) = split_assign(p)?;
-        params.apply_str(name, value)?;
+        // Start-up only settings (QoS cannot change on a live subscription), accepted as ROS
+        // parameters so that launch files can set them like the others.
+        match name {
+            "image_reliability" => config.image_reliability = parse_reliability(value)?,
+            "image_qos_depth" => {
+                config.image_qos_depth = value
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|d| (1..=100).contains(d))
+                    .ok_or_else(|| format!("image_qos_depth must be in 1..=100, got {value:?}"))?
+            }
+            _ => params.apply_str(name, value)?,
+        }
     }
     config.params = params;
     if !config.namespace.starts_with('/') {
@@ -193,6 +222,35 @@ mod tests {
         assert!(!c.log_to_stderr);
         assert_eq!(c.params.threshold, 0.002);
         assert!(c.params.upright);
+        assert_eq!(c.image_reliability, ImageReliability::BestEffort);
+    }
+
+    #[test]
+    fn start_up_qos_settings() {
+        let Parsed::Run(c) = parse(
+            &args(
+                "n --socket-receive-buffer 1000 --ros-args -p image_reliability:=reliable                  -p image_qos_depth:=4 --",
+            ),
+            None,
+        ) else {
+            panic!("did not parse")
+        };
+        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        assert_eq!((c.image_qos_depth, c.socket_receive_buffer), (4, 1000));
+        let Parsed::Run(c) = parse(&args("n --image-reliability reliable"), None) else {
+            panic!("did not parse")
+        };
+        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        for bad in [
+            "n --image-reliability sometimes",
+            "n --ros-args -p image_reliability:=x --",
+            "n --ros-args -p image_qos_depth:=0 --",
+        ] {
+            assert!(
+                matches!(parse(&args(bad), None), Parsed::Exit { code: 2, .. }),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -135,6 +135,7 @@ impl Processor for BackendProcessor {
             keypoints: f.keypoints,
             descriptors: f.descriptors,
             dropped: f.dropped,
+            timings: f.timings.into_iter().map(|t| (t.name, t.ms)).collect(),
         })
     }
 

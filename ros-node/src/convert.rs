@@ -179,6 +179,18 @@ pub fn to_gray(data: &[u8], layout: &Layout, out: &mut Vec<u8>) {
     }
 }
 
+/// The grayscale pixels of `data` (laid out as `layout`, as returned by [`validate`] for the same
+/// message), `width * height` bytes: for tightly packed `mono8` the message's own bytes (no
+/// copy), otherwise converted into `scratch` by [`to_gray`].
+pub fn gray_view<'a>(data: &'a [u8], layout: &Layout, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    let n = layout.width * layout.height;
+    if layout.encoding == Encoding::Mono8 && layout.step == layout.width && data.len() >= n {
+        return &data[..n];
+    }
+    to_gray(data, layout, scratch);
+    scratch
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +222,25 @@ mod tests {
             to_gray(&m.data, &layout, &mut out);
             assert_eq!(out, vec![7; 15], "{enc}");
         }
+    }
+
+    #[test]
+    fn gray_view_borrows_packed_mono8_and_converts_the_rest() {
+        let m = msg(4, 2, "mono8", 4, 8);
+        let mut scratch = Vec::new();
+        let v = gray_view(&m.data, &validate(&m).unwrap(), &mut scratch);
+        assert_eq!(
+            v.as_ptr(),
+            m.data.as_ptr(),
+            "packed mono8 must not be copied"
+        );
+        assert!(scratch.is_empty());
+        let m = msg(4, 2, "mono8", 6, 12);
+        let v = gray_view(&m.data, &validate(&m).unwrap(), &mut scratch).to_vec();
+        assert_eq!(v, vec![7; 8]);
+        let m = msg(4, 2, "bgr8", 12, 24);
+        let v = gray_view(&m.data, &validate(&m).unwrap(), &mut scratch).to_vec();
+        assert_eq!(v, vec![7; 8]);
     }
 
     #[test]

@@ -2,12 +2,16 @@
 //!
 //! ```text
 //! surfcl-node [--name N] [--namespace NS] [--domain-id D] [--image-qos-depth K]
+//!             [--image-reliability best_effort|reliable] [--socket-receive-buffer BYTES]
 //!             [--remap FROM:=TO]... [--param NAME:=VALUE]... [--all-interfaces] [--quiet]
 //!             [--ros-args -r image:=/camera/image_raw -r __ns:=/robot -p threshold:=0.001 --]
 //! ```
-//! Runs until SIGINT/SIGTERM kills it (ROS nodes have no other shutdown request).
+//! Runs until SIGINT, SIGTERM or SIGHUP; then it closes its DDS readers, writers and participant
+//! (peers see it leave at once) and exits with status 0.
 
 use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use surfcl_ros::args::{self, Parsed};
 use surfcl_ros::backend::BackendFactory;
@@ -15,7 +19,7 @@ use surfcl_ros::backend::BackendFactory;
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let domain_env = std::env::var("ROS_DOMAIN_ID").ok();
-    let config = match args::parse(&argv, domain_env.as_deref()) {
+    let mut config = match args::parse(&argv, domain_env.as_deref()) {
         Parsed::Run(c) => *c,
         Parsed::Exit { message, code } => {
             if code == 0 {
@@ -29,6 +33,16 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // Signals are caught before any DDS entity exists, so none can end the process without
+    // the goodbye.
+    let (signal_tx, signal_rx) = mpsc::channel::<()>();
+    if let Err(e) = ctrlc::set_handler(move || {
+        let _ = signal_tx.send(());
+    }) {
+        eprintln!("error: cannot install the SIGINT/SIGTERM handler: {e}");
+        std::process::exit(1);
+    }
+    config.open_backend_at_start = true;
     let quiet = !config.log_to_stderr;
     let node = match surfcl_ros::node::start(config, Arc::new(BackendFactory)) {
         Ok(n) => n,
@@ -40,9 +54,30 @@ fn main() {
     if !quiet {
         eprintln!("surfcl-node: {} running", node.fully_qualified_name());
     }
-    // The work happens on the processing thread and the executor; park this one. A signal
-    // ends the process (the OS reclaims sockets; DDS peers notice by lease expiry).
-    while !node.is_finished() {
-        std::thread::park_timeout(std::time::Duration::from_secs(1));
+    // The work happens on the node's threads and the executor; this one waits for a signal.
+    let code = loop {
+        match signal_rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(()) => break 0,
+            Err(RecvTimeoutError::Timeout) if node.is_finished() => {
+                eprintln!("surfcl-node: a node thread ended unexpectedly");
+                break 1;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break 1,
+        }
+    };
+    if !quiet {
+        eprintln!(
+            "surfcl-node: {} shutting down (readers, writers and participant disposed)",
+            node.fully_qualified_name()
+        );
     }
+    // A second signal while closing ends the process at once.
+    std::thread::spawn(move || {
+        if signal_rx.recv().is_ok() {
+            std::process::exit(130);
+        }
+    });
+    node.stop();
+    std::process::exit(code);
 }

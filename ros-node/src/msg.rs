@@ -91,6 +91,8 @@ pub struct KeypointArray {
     /// `keypoints.len() * descriptor_length` floats (empty when Q7 descriptors are sent).
     pub descriptors: Vec<f32>,
     /// `keypoints.len() * descriptor_length` Q7 values (empty when f32 descriptors are sent).
+    /// Serialised as one block (a CDR `sequence<int8>` is laid out like `sequence<uint8>`).
+    #[serde(with = "q7_bytes")]
     pub descriptors_q7: Vec<i8>,
     /// Values per descriptor (64).
     pub descriptor_length: u32,
@@ -98,6 +100,22 @@ pub struct KeypointArray {
     pub dropped: u32,
 }
 impl Message for KeypointArray {}
+
+/// (De)serialises a `Vec<i8>` as a byte block: the same CDR bytes as element by element
+/// (`u32` count, then one octet per value), without one serde call per value.
+mod q7_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[i8], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+        s.serialize_bytes(&bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i8>, D::Error> {
+        let bytes = serde_bytes::ByteBuf::deserialize(d)?;
+        Ok(bytes.iter().map(|&x| x as i8).collect())
+    }
+}
 
 /// `surfcl_msgs/Match`.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

@@ -1,30 +1,42 @@
-//! The running node: participant, subscription, processing thread, publishers, diagnostics.
+//! The running node: participant, receive thread, processing thread, publishers, diagnostics.
 //!
 //! ```text
-//! image (best effort, keep last N) ──► receive task: validate ──► newest-frame slot
-//!                                       (malformed: log, count, drop)   │ (older frame
-//!                                                                       │  replaced: counted)
-//! processing thread ◄───────────────────────────────────────────────────┘
-//!   gray ─► Processor::detect ─► keypoints ─► match against previous frame ─► matches
-//!                                         └─► debug_image (optional)
-//! diagnostics task: once a second, DiagnosticArray with rate, processing time and drops
+//! image (best effort or reliable, keep last N)
+//!   └─► receive thread: take + deserialise (timed), sequence gaps counted as lost, validate
+//!         │ (malformed: log, count, drop)
+//!         ▼
+//!       newest-frame slot (a bounded channel of one: a newer frame replaces the waiting one,
+//!         │                 which is counted as dropped)
+//!         ▼
+//!   processing thread: view (mono8) or convert ─► Processor::detect ─► match against the
+//!   previous frame ─► build messages ─► publish keypoints, matches (and debug_image)
+//! diagnostics task: once a second, DiagnosticArray with rate, per-stage times, drops, losses
 //! ```
+//! Receiving never waits for processing: the receive thread only deserialises, checks and hands
+//! the frame over, so the DDS reader's history never fills up while a frame is being processed.
 //! The slot holds one frame: a slow backend never works on a stale image and memory stays
 //! bounded whatever the camera rate.
+//!
+//! A `mono8` message without row padding is handed to the backend as it arrived (no copy in the
+//! node); other encodings and padded rows are converted once into a reused gray buffer.
 
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ros2_client::dds::rustdds::DomainParticipantBuilder;
-use ros2_client::qos::History;
+use ros2_client::gid::Gid;
+use ros2_client::qos::{History, WhenFull};
 use ros2_client::ros2::LogLevel;
 use ros2_client::{
-    Context, Message, Name, Node, NodeLoggingHandle, NodeName, NodeOptions, Publisher, QosProfile,
-    rosout,
+    Context, Message, MessageInfo, Name, Node, NodeLoggingHandle, NodeName, NodeOptions, Publisher,
+    QosProfile, Subscription, rosout,
 };
+use serde::de::{Deserialize, DeserializeSeed, Deserializer};
+use smol::stream::StreamExt;
 use surfcl_core::GrayImage;
 
 use crate::convert::{self, Layout};
@@ -47,9 +59,44 @@ pub enum NodeError {
     #[error("ROS 2: {0}")]
     Ros(String),
     /// A thread could not be started.
-    #[error("cannot start the processing thread: {0}")]
+    #[error("cannot start a node thread: {0}")]
     Thread(#[from] std::io::Error),
 }
+
+/// Reliability of the image subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageReliability {
+    /// Best effort (the ROS sensor-data profile): matches every camera driver; a frame that loses
+    /// a fragment on the way is lost (and counted, see [`Stats::lost`]).
+    #[default]
+    BestEffort,
+    /// Reliable: lost fragments are repaired. Only matches reliable publishers (DDS rule: a
+    /// best-effort writer and a reliable reader do not match).
+    Reliable,
+}
+
+impl ImageReliability {
+    /// Parses `best_effort` / `reliable` (also `best-effort`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "best_effort" | "best-effort" | "besteffort" => Some(Self::BestEffort),
+            "reliable" => Some(Self::Reliable),
+            _ => None,
+        }
+    }
+    /// The name used on the command line and in the start-up log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BestEffort => "best_effort",
+            Self::Reliable => "reliable",
+        }
+    }
+}
+
+/// Default `SO_RCVBUF` request for the DDS sockets: 64 MiB, room for a few 24 MB frames that
+/// arrive faster than the DDS event loop drains them. Linux grants at most
+/// `net.core.rmem_max` (times two for its bookkeeping); see `ros-node/README.md`.
+pub const DEFAULT_SOCKET_RECEIVE_BUFFER: usize = 64 << 20;
 
 /// How to start the node.
 #[derive(Debug, Clone)]
@@ -64,12 +111,20 @@ pub struct NodeConfig {
     pub domain_id: u16,
     /// History depth of the image subscription.
     pub image_qos_depth: usize,
+    /// Reliability of the image subscription.
+    pub image_reliability: ImageReliability,
+    /// `SO_RCVBUF` requested for the DDS sockets, bytes (0: RustDDS's default, 8 MiB).
+    pub socket_receive_buffer: usize,
     /// Announce on every interface instead of loopback only.
     pub all_interfaces: bool,
     /// Initial parameter values.
     pub params: NodeParams,
     /// Also print log lines on stderr (they always go to `/rosout`).
     pub log_to_stderr: bool,
+    /// Open the backend while starting (so the start-up log names the device); otherwise it is
+    /// opened for the first frame. Either way a backend that cannot be opened fails frames, not
+    /// the node, and is tried again for the next frame.
+    pub open_backend_at_start: bool,
 }
 
 impl Default for NodeConfig {
@@ -80,9 +135,12 @@ impl Default for NodeConfig {
             remaps: Vec::new(),
             domain_id: 0,
             image_qos_depth: 2,
+            image_reliability: ImageReliability::BestEffort,
+            socket_receive_buffer: DEFAULT_SOCKET_RECEIVE_BUFFER,
             all_interfaces: false,
             params: NodeParams::default(),
             log_to_stderr: true,
+            open_backend_at_start: false,
         }
     }
 }
@@ -108,6 +166,64 @@ pub fn resolve_topic(name: &str, namespace: &str, remaps: &[(String, String)]) -
     resolved
 }
 
+/// Where the time of one frame went, in milliseconds.
+///
+/// `transport_ms` runs on the publisher's clock from its `publish` call (its serialisation
+/// included) to the moment the receive thread holds the deserialised message; it is only
+/// meaningful when publisher and node share a clock (same machine). The other stages are the
+/// node's own: `queue` (waiting in the slot), `convert` (view or colour conversion), `detect`
+/// (the backend: upload, kernels, readback; `upload`, `kernels` and `readback` split it when the
+/// backend reports them), `match`, `build` (the output messages) and `publish` (serialising and
+/// handing keypoints and matches to DDS). `node_ms` is taken message to published outputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    /// Publisher's `publish` to message taken (serialise, send, reassemble, deserialise).
+    pub transport_ms: f64,
+    /// Deserialising the image message (part of `transport_ms`).
+    pub deserialise_ms: f64,
+    /// Waiting in the newest-frame slot for the processing thread.
+    pub queue_ms: f64,
+    /// Colour conversion or row compaction (near zero for tightly packed `mono8`).
+    pub convert_ms: f64,
+    /// The backend's detect call.
+    pub detect_ms: f64,
+    /// Upload part of `detect_ms` as the backend timed it (0 when it reports none).
+    pub upload_ms: f64,
+    /// Kernel part of `detect_ms` as the backend timed it (CPU: its stages).
+    pub kernels_ms: f64,
+    /// Readback part of `detect_ms` as the backend timed it.
+    pub readback_ms: f64,
+    /// Matching against the previous frame.
+    pub match_ms: f64,
+    /// Building the output messages.
+    pub build_ms: f64,
+    /// Serialising and handing the outputs to DDS.
+    pub publish_ms: f64,
+    /// Message taken to outputs published (queue + convert + detect + match + build + publish).
+    pub node_ms: f64,
+}
+
+impl StageTimes {
+    /// `(name, value)` of every stage, in pipeline order (the diagnostics keys are
+    /// `stage_<name>_ms_mean` / `_max`).
+    pub fn named(&self) -> [(&'static str, f64); 12] {
+        [
+            ("transport", self.transport_ms),
+            ("deserialise", self.deserialise_ms),
+            ("queue", self.queue_ms),
+            ("convert", self.convert_ms),
+            ("detect", self.detect_ms),
+            ("upload", self.upload_ms),
+            ("kernels", self.kernels_ms),
+            ("readback", self.readback_ms),
+            ("match", self.match_ms),
+            ("build", self.build_ms),
+            ("publish", self.publish_ms),
+            ("node", self.node_ms),
+        ]
+    }
+}
+
 /// Counters of the node, as the diagnostics report them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
@@ -117,6 +233,10 @@ pub struct Stats {
     pub malformed: u64,
     /// Valid frames replaced in the slot before they were processed.
     pub dropped_stale: u64,
+    /// Image messages that never reached the node: gaps in a publisher's sequence numbers
+    /// (lost on the way, e.g. a fragment of a large best-effort frame dropped by a full socket
+    /// buffer, or replaced in the DDS history before they were taken).
+    pub lost: u64,
     /// Frames processed and published.
     pub processed: u64,
     /// Frames whose processing failed in the backend (nothing was published for them).
@@ -129,10 +249,14 @@ pub struct Stats {
     pub last_matches: usize,
     /// Processing time of the last frame (ms).
     pub last_processing_ms: f64,
+    /// Stage times of the last processed frame.
+    pub last_stages: StageTimes,
     /// The backend in use.
     pub backend: String,
     /// Processing times since the last diagnostics report (ms).
     window: Vec<f64>,
+    /// Stage times since the last diagnostics report.
+    stage_window: Vec<StageTimes>,
 }
 
 /// Logs to `/rosout` and (optionally) stderr.
@@ -151,9 +275,24 @@ impl Logger {
     }
 }
 
+/// When and how a frame arrived.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    taken: Instant,
+    transport_ms: f64,
+    deserialise_ms: f64,
+}
+
+/// A validated frame waiting for the processing thread.
+struct Frame {
+    image: Image,
+    layout: Layout,
+    arrival: Arrival,
+}
+
 /// The newest valid frame waiting for the processing thread.
 struct Slot {
-    frame: Option<(Image, Layout)>,
+    frame: Option<Frame>,
 }
 
 struct Shared {
@@ -162,7 +301,8 @@ struct Shared {
     stop: AtomicBool,
     stats: Mutex<Stats>,
     params: Mutex<NodeParams>,
-    /// A processor opened while validating a `backend`/`device` change, handed to the thread.
+    /// A processor opened while validating a `backend`/`device` change (or at start), handed to
+    /// the thread.
     staged: Mutex<Option<(NodeParams, Box<dyn Processor>)>>,
 }
 
@@ -172,10 +312,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A started node. Dropping it (or [`RunningNode::stop`]) stops the tasks and the thread.
+/// How long [`RunningNode::stop`] gives DDS discovery to announce that the node's readers and
+/// writers are gone before the participant itself is closed.
+const DISPOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// A started node. Dropping it (or [`RunningNode::stop`]) stops the tasks and the threads and
+/// closes the DDS entities, so that peers see the node's readers and writers disappear at once.
 pub struct RunningNode {
     shared: Arc<Shared>,
     worker: Option<JoinHandle<()>>,
+    receiver: Option<JoinHandle<()>>,
     tasks: Vec<smol::Task<()>>,
     node: Option<Node>,
     fqn: String,
@@ -194,21 +340,35 @@ impl RunningNode {
     pub fn params(&self) -> NodeParams {
         lock(&self.shared.params).clone()
     }
-    /// Whether the processing thread has ended (it only does when stopped).
+    /// Whether a node thread has ended (they only do when stopped).
     pub fn is_finished(&self) -> bool {
         self.worker.as_ref().is_none_or(|w| w.is_finished())
+            || self.receiver.as_ref().is_none_or(|r| r.is_finished())
     }
-    /// Stops the node and waits for the processing thread.
+    /// Stops the node: ends the threads and tasks (which drops the image reader and the
+    /// output writers, so DDS discovery announces them gone), waits [`DISPOSE_GRACE`] for those
+    /// announcements to go out, then closes the node and its DDS participant (which announces
+    /// the participant gone).
     pub fn stop(mut self) {
         self.shutdown();
     }
     fn shutdown(&mut self) {
+        if self.node.is_none() {
+            return;
+        }
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.ready.notify_all();
-        self.tasks.clear();
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
+        for handle in [self.receiver.take(), self.worker.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = handle.join();
         }
+        for task in self.tasks.drain(..) {
+            // Waits until the task's future is dropped (with the DDS entities it owns).
+            let _ = smol::block_on(task.cancel());
+        }
+        std::thread::sleep(DISPOSE_GRACE);
         self.node.take();
     }
 }
@@ -236,12 +396,15 @@ fn create_publisher<M: Message>(
     name: &str,
     ty: ros2_client::MessageTypeName,
     qos: &QosProfile,
-) -> Result<Publisher<M>, NodeError> {
+) -> Result<(Publisher<M>, String), NodeError> {
     let resolved = resolve_topic(name, &config.namespace, &config.remaps);
     let topic = node
         .create_topic(&topic_name(&resolved)?, ty, qos)
         .map_err(ros_err)?;
-    node.create_publisher::<M>(&topic, None).map_err(ros_err)
+    Ok((
+        node.create_publisher::<M>(&topic, None).map_err(ros_err)?,
+        resolved,
+    ))
 }
 
 struct Outputs {
@@ -250,9 +413,31 @@ struct Outputs {
     debug: Publisher<Image>,
 }
 
+/// The kernel's cap on socket receive buffers (`net.core.rmem_max`), when readable.
+fn kernel_rmem_max() -> Option<usize> {
+    std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// The receive buffer Linux grants for a request of `requested` bytes: twice the request, capped
+/// at twice `net.core.rmem_max`.
+pub fn effective_receive_buffer(requested: usize, rmem_max: Option<usize>) -> usize {
+    let granted = match rmem_max {
+        Some(cap) => requested.min(cap),
+        None => requested,
+    };
+    granted.saturating_mul(2)
+}
+
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+}
+
 /// Starts the node: creates the participant (loopback only unless `all_interfaces`), the
 /// node with its parameters and parameter services, the subscription, publishers, the
-/// processing thread and the diagnostics task. Returns when everything is running.
+/// receive and processing threads and the diagnostics task, and logs what it listens and
+/// publishes on. Returns when everything is running.
 pub fn start(
     config: NodeConfig,
     factory: Arc<dyn ProcessorFactory>,
@@ -274,6 +459,9 @@ pub fn start(
         // RustDDS otherwise announces itself by multicast on every interface; with this it
         // still discovers local peers through unicast to 127.0.0.1 (ROS2.md).
         builder = builder.with_only_networks([Ipv4Addr::LOCALHOST]);
+    }
+    if config.socket_receive_buffer > 0 {
+        builder = builder.socket_receive_buffer_size(config.socket_receive_buffer);
     }
     let participant = builder.build().map_err(ros_err)?;
     let context = Context::from_domain_participant(participant).map_err(ros_err)?;
@@ -326,45 +514,50 @@ pub fn start(
         stderr: config.log_to_stderr,
     };
 
-    let image_qos = QosProfile::subscription_default().history(History::KeepLast {
-        depth: config.image_qos_depth.max(1),
-    });
+    let depth = config.image_qos_depth.max(1);
+    let image_qos = match config.image_reliability {
+        ImageReliability::BestEffort => QosProfile::subscription_default(),
+        ImageReliability::Reliable => {
+            QosProfile::subscription_default().reliability_reliable(WhenFull::DEFAULT)
+        }
+    }
+    .history(History::KeepLast { depth });
     let output_qos = QosProfile::publisher_default().history(History::KeepLast { depth: 5 });
 
+    let image_resolved = resolve_topic("image", &config.namespace, &config.remaps);
     let image_topic = node
-        .create_topic(
-            &topic_name(&resolve_topic("image", &config.namespace, &config.remaps))?,
-            msg::image_type(),
-            &image_qos,
-        )
+        .create_topic(&topic_name(&image_resolved)?, msg::image_type(), &image_qos)
         .map_err(ros_err)?;
     let subscription = node
         .create_subscription::<Image>(&image_topic, None)
         .map_err(ros_err)?;
+    let (keypoints, kp_topic) = create_publisher(
+        &mut node,
+        &config,
+        "keypoints",
+        msg::keypoint_array_type(),
+        &output_qos,
+    )?;
+    let (matches, m_topic) = create_publisher(
+        &mut node,
+        &config,
+        "matches",
+        msg::match_array_type(),
+        &output_qos,
+    )?;
+    let (debug, d_topic) = create_publisher(
+        &mut node,
+        &config,
+        "debug_image",
+        msg::image_type(),
+        &output_qos,
+    )?;
     let outputs = Outputs {
-        keypoints: create_publisher(
-            &mut node,
-            &config,
-            "keypoints",
-            msg::keypoint_array_type(),
-            &output_qos,
-        )?,
-        matches: create_publisher(
-            &mut node,
-            &config,
-            "matches",
-            msg::match_array_type(),
-            &output_qos,
-        )?,
-        debug: create_publisher(
-            &mut node,
-            &config,
-            "debug_image",
-            msg::image_type(),
-            &output_qos,
-        )?,
+        keypoints,
+        matches,
+        debug,
     };
-    let diagnostics = create_publisher::<msg::DiagnosticArray>(
+    let (diagnostics, diag_topic) = create_publisher::<msg::DiagnosticArray>(
         &mut node,
         &config,
         "diagnostics",
@@ -372,22 +565,80 @@ pub fn start(
         &output_qos,
     )?;
 
-    // Receive task: validate and put the newest frame in the slot.
-    let (r_shared, r_log) = (Arc::clone(&shared), logger(&node));
-    tasks.push(smol::spawn(async move {
-        loop {
-            match subscription.async_take().await {
-                Ok((image, _info)) => accept_image(&r_shared, &r_log, image),
-                Err(e) => {
-                    lock(&r_shared.stats).malformed += 1;
-                    r_log.log(
-                        LogLevel::Warn,
-                        &format!("dropping an image message that could not be read: {e:?}"),
-                    );
-                }
+    let start_log = logger(&node);
+    let rmem_max = kernel_rmem_max();
+    let requested = if config.socket_receive_buffer > 0 {
+        config.socket_receive_buffer
+    } else {
+        DomainParticipantBuilder::DEFAULT_SOCKET_RECEIVE_BUFFER_SIZE
+    };
+    let effective = effective_receive_buffer(requested, rmem_max);
+    let lines = [
+        format!(
+            "{fqn}: domain {}, {}; image <- {image_resolved} (sensor_msgs/Image, {}, keep last {depth})",
+            config.domain_id,
+            if config.all_interfaces {
+                "all interfaces"
+            } else {
+                "loopback only"
+            },
+            config.image_reliability.name(),
+        ),
+        format!(
+            "outputs (reliable, keep last 5): keypoints -> {kp_topic}, matches -> {m_topic}, \
+             diagnostics -> {diag_topic}, debug_image -> {d_topic} ({})",
+            if config.params.debug_image {
+                "on"
+            } else {
+                "off"
             }
+        ),
+        format!(
+            "socket receive buffer: requested {}, about {} granted{}",
+            mib(requested),
+            mib(effective),
+            match rmem_max {
+                Some(cap) if cap < requested => format!(
+                    " (net.core.rmem_max = {}; best-effort frames larger than that may be lost: \
+                     raise it, or use image_reliability:=reliable)",
+                    mib(cap)
+                ),
+                _ => String::new(),
+            }
+        ),
+    ];
+    for line in &lines {
+        start_log.log(LogLevel::Info, line);
+    }
+    let p = &config.params;
+    let mut backend_line = format!(
+        "backend {:?}, device {:?}, detector {:?}, max_keypoints {}, descriptor {:?}",
+        p.backend,
+        if p.device.is_empty() {
+            "auto"
+        } else {
+            &p.device
+        },
+        p.detector,
+        p.max_keypoints,
+        p.descriptor
+    );
+    if config.open_backend_at_start {
+        match factory.open(&config.params) {
+            Ok(processor) => {
+                let described = processor.describe();
+                backend_line.push_str(&format!(": opened {described}"));
+                lock(&shared.stats).backend = described;
+                *lock(&shared.staged) = Some((config.params.clone(), processor));
+            }
+            Err(e) => backend_line.push_str(&format!(
+                ": cannot be opened yet ({e}); it is tried again for each frame"
+            )),
         }
-    }));
+    } else {
+        backend_line.push_str(" (opened for the first frame)");
+    }
+    start_log.log(LogLevel::Info, &backend_line);
 
     // Diagnostics task.
     let (d_shared, d_name) = (Arc::clone(&shared), fqn.clone());
@@ -400,6 +651,7 @@ pub fn start(
                 let mut s = lock(&d_shared.stats);
                 let snap = s.clone();
                 s.window.clear();
+                s.stage_window.clear();
                 snap
             };
             let report =
@@ -409,25 +661,165 @@ pub fn start(
         }
     }));
 
+    let (r_shared, r_log) = (Arc::clone(&shared), logger(&node));
+    let receiver = std::thread::Builder::new()
+        .name("surfcl-receive".into())
+        .spawn(move || receive_loop(&r_shared, &subscription, &r_log))?;
+
     let (w_shared, w_log) = (Arc::clone(&shared), logger(&node));
-    let worker = std::thread::Builder::new()
+    let worker = match std::thread::Builder::new()
         .name("surfcl-process".into())
-        .spawn(move || process_loop(&w_shared, &*factory, &outputs, &w_log))?;
+        .spawn(move || process_loop(&w_shared, &*factory, &outputs, &w_log))
+    {
+        Ok(w) => w,
+        Err(e) => {
+            shared.stop.store(true, Ordering::SeqCst);
+            let _ = receiver.join();
+            return Err(e.into());
+        }
+    };
 
     Ok(RunningNode {
         shared,
         worker: Some(worker),
+        receiver: Some(receiver),
         tasks,
         node: Some(node),
         fqn,
     })
 }
 
-fn accept_image(shared: &Shared, log: &Logger, image: Image) {
+/// Deserialises an [`Image`] and records how long that took (nanoseconds) in `nanos`.
+#[derive(Clone)]
+struct TimedImage {
+    nanos: Arc<AtomicU64>,
+}
+
+impl<'de> DeserializeSeed<'de> for TimedImage {
+    type Value = Image;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Image, D::Error> {
+        let t0 = Instant::now();
+        let image = Image::deserialize(deserializer);
+        let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.store(ns, Ordering::Relaxed);
+        image
+    }
+}
+
+fn unix_nanos_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Counts gaps in the publishers' sequence numbers (messages that never reached the node).
+#[derive(Default)]
+struct GapCounter {
+    last: HashMap<Gid, i64>,
+}
+
+impl GapCounter {
+    /// Publishers remembered at most; beyond, the table starts over (a gap is then missed).
+    const MAX_PUBLISHERS: usize = 64;
+
+    /// Notes message `seq` of `publisher`; returns how many of its messages were skipped.
+    fn note(&mut self, publisher: Gid, seq: i64) -> u64 {
+        if self.last.len() >= Self::MAX_PUBLISHERS && !self.last.contains_key(&publisher) {
+            self.last.clear();
+        }
+        match self.last.insert(publisher, seq) {
+            Some(prev) if seq > prev + 1 => u64::try_from(seq - prev - 1).unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// The receive thread: takes image messages as they come (deserialisation timed), counts
+/// sequence gaps, validates and hands frames to the slot. It never waits for processing.
+fn receive_loop(shared: &Shared, subscription: &Subscription<Image>, log: &Logger) {
+    let nanos = Arc::new(AtomicU64::new(0));
+    let stream = subscription.async_stream_seed(TimedImage {
+        nanos: Arc::clone(&nanos),
+    });
+    let mut stream = std::pin::pin!(stream);
+    let mut gaps = GapCounter::default();
+    let mut last_loss_log: Option<Instant> = None;
+    smol::block_on(async {
+        while !shared.stop.load(Ordering::SeqCst) {
+            // Bounded wait, so that a stop request is seen within 100 ms.
+            let next = smol::future::or(async { Some(stream.next().await) }, async {
+                smol::Timer::after(Duration::from_millis(100)).await;
+                None
+            })
+            .await;
+            match next {
+                None => continue,
+                // The stream of a DDS reader does not end; if it did, nothing more can arrive.
+                Some(None) => break,
+                Some(Some(Ok((image, info)))) => {
+                    let arrival = arrival_of(&info, nanos.load(Ordering::Relaxed));
+                    let lost = gaps.note(info.publisher_gid(), info.sequence_number());
+                    if lost > 0 {
+                        let total = {
+                            let mut s = lock(&shared.stats);
+                            s.lost += lost;
+                            s.lost
+                        };
+                        // At most one line a second, however many frames are lost.
+                        if last_loss_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                            last_loss_log = Some(Instant::now());
+                            log.log(
+                                LogLevel::Warn,
+                                &format!(
+                                    "{lost} image message(s) before frame {:?} never arrived \
+                                     ({total} so far): lost on the way (large best-effort frames: \
+                                     socket receive buffer, see the start-up log) or replaced in \
+                                     the reader's history",
+                                    image.header.frame_id
+                                ),
+                            );
+                        }
+                    }
+                    accept_image(shared, log, image, arrival);
+                }
+                Some(Some(Err(e))) => {
+                    lock(&shared.stats).malformed += 1;
+                    log.log(
+                        LogLevel::Warn,
+                        &format!("dropping an image message that could not be read: {e:?}"),
+                    );
+                }
+            }
+        }
+    });
+}
+
+fn arrival_of(info: &MessageInfo, deserialise_ns: u64) -> Arrival {
+    let transport_ms = info
+        .source_timestamp()
+        .map(|t| (unix_nanos_now().saturating_sub(t.to_nanos())) as f64 / 1e6)
+        .unwrap_or(0.0)
+        .max(0.0);
+    Arrival {
+        taken: Instant::now(),
+        transport_ms,
+        deserialise_ms: deserialise_ns as f64 / 1e6,
+    }
+}
+
+fn accept_image(shared: &Shared, log: &Logger, image: Image, arrival: Arrival) {
     lock(&shared.stats).received += 1;
     match convert::validate(&image) {
         Ok(layout) => {
-            let replaced = lock(&shared.slot).frame.replace((image, layout)).is_some();
+            let replaced = lock(&shared.slot)
+                .frame
+                .replace(Frame {
+                    image,
+                    layout,
+                    arrival,
+                })
+                .is_some();
             if replaced {
                 lock(&shared.stats).dropped_stale += 1;
             }
@@ -443,6 +835,20 @@ fn accept_image(shared: &Shared, log: &Logger, image: Image) {
     }
 }
 
+fn mean_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut n, mut sum, mut max) = (0usize, 0.0, 0.0f64);
+    for v in values {
+        n += 1;
+        sum += v;
+        max = max.max(v);
+    }
+    if n == 0 {
+        (0.0, 0.0)
+    } else {
+        (sum / n as f64, max)
+    }
+}
+
 fn diagnostics_report(
     node: &str,
     before: &Stats,
@@ -451,17 +857,10 @@ fn diagnostics_report(
 ) -> msg::DiagnosticArray {
     let secs = elapsed.as_secs_f64().max(1e-3);
     let fps = (now.processed - before.processed) as f64 / secs;
-    let (mean, max) = if now.window.is_empty() {
-        (0.0, 0.0)
-    } else {
-        let sum: f64 = now.window.iter().sum();
-        (
-            sum / now.window.len() as f64,
-            now.window.iter().cloned().fold(0.0, f64::max),
-        )
-    };
+    let (mean, max) = mean_max(now.window.iter().copied());
     let new_drops = now.dropped_stale - before.dropped_stale;
     let new_failed = now.failed - before.failed;
+    let new_lost = now.lost - before.lost;
     let (level, message) = if new_failed > 0 {
         (
             msg::DiagnosticStatus::ERROR,
@@ -469,6 +868,11 @@ fn diagnostics_report(
                 "{new_failed} frames failed in the backend; last: {}",
                 now.last_error
             ),
+        )
+    } else if new_lost > 0 {
+        (
+            msg::DiagnosticStatus::WARN,
+            format!("lost {new_lost} image messages on the way in the last {secs:.1} s"),
         )
     } else if new_drops > 0 {
         (
@@ -482,6 +886,25 @@ fn diagnostics_report(
         key: k.into(),
         value: v,
     };
+    let mut values = vec![
+        kv("frame_rate_hz", format!("{fps:.2}")),
+        kv("processing_ms_mean", format!("{mean:.3}")),
+        kv("processing_ms_max", format!("{max:.3}")),
+        kv("frames_received", now.received.to_string()),
+        kv("frames_processed", now.processed.to_string()),
+        kv("frames_dropped_stale", now.dropped_stale.to_string()),
+        kv("frames_lost", now.lost.to_string()),
+        kv("messages_malformed", now.malformed.to_string()),
+        kv("frames_failed", now.failed.to_string()),
+        kv("last_error", now.last_error.clone()),
+        kv("keypoints_last", now.last_keypoints.to_string()),
+        kv("matches_last", now.last_matches.to_string()),
+    ];
+    for (i, (name, _)) in StageTimes::default().named().iter().enumerate() {
+        let (mean, max) = mean_max(now.stage_window.iter().map(|s| s.named()[i].1));
+        values.push(kv(&format!("stage_{name}_ms_mean"), format!("{mean:.3}")));
+        values.push(kv(&format!("stage_{name}_ms_max"), format!("{max:.3}")));
+    }
     msg::DiagnosticArray {
         header: Header {
             stamp: ros2_client::builtin_interfaces::Time::now(),
@@ -492,25 +915,13 @@ fn diagnostics_report(
             name: format!("{node}: processing"),
             message,
             hardware_id: now.backend.clone(),
-            values: vec![
-                kv("frame_rate_hz", format!("{fps:.2}")),
-                kv("processing_ms_mean", format!("{mean:.3}")),
-                kv("processing_ms_max", format!("{max:.3}")),
-                kv("frames_received", now.received.to_string()),
-                kv("frames_processed", now.processed.to_string()),
-                kv("frames_dropped_stale", now.dropped_stale.to_string()),
-                kv("messages_malformed", now.malformed.to_string()),
-                kv("frames_failed", now.failed.to_string()),
-                kv("last_error", now.last_error.clone()),
-                kv("keypoints_last", now.last_keypoints.to_string()),
-                kv("matches_last", now.last_matches.to_string()),
-            ],
+            values,
         }],
     }
 }
 
 /// Waits for the newest frame; `None` when stopping.
-fn next_frame(shared: &Shared) -> Option<(Image, Layout)> {
+fn next_frame(shared: &Shared) -> Option<Frame> {
     let mut slot = lock(&shared.slot);
     loop {
         if shared.stop.load(Ordering::SeqCst) {
@@ -569,14 +980,41 @@ struct Previous {
     detection: Detection,
 }
 
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Splits the backend's own stage timings into upload, kernels and readback.
+fn split_backend_timings(stages: &mut StageTimes, timings: &[(String, f64)]) {
+    for (name, ms) in timings {
+        if name.contains("upload") {
+            stages.upload_ms += ms;
+        } else if name.contains("readback") || name.starts_with("read") {
+            stages.readback_ms += ms;
+        } else {
+            stages.kernels_ms += ms;
+        }
+    }
+}
+
 fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, log: &Logger) {
     let mut processor: Option<(NodeParams, Box<dyn Processor>)> = None;
     let mut previous: Option<Previous> = None;
     let mut gray = Vec::new();
     let mut debug_rgb = Vec::new();
-    let mut q7 = Vec::new();
-    while let Some((image, layout)) = next_frame(shared) {
+    while let Some(Frame {
+        image,
+        layout,
+        arrival,
+    }) = next_frame(shared)
+    {
         let started = Instant::now();
+        let mut stages = StageTimes {
+            transport_ms: arrival.transport_ms,
+            deserialise_ms: arrival.deserialise_ms,
+            queue_ms: started.duration_since(arrival.taken).as_secs_f64() * 1e3,
+            ..StageTimes::default()
+        };
         let params = lock(&shared.params).clone();
         // A failed frame publishes nothing (no keypoints without their matches) and does not
         // become the previous frame: the next frame is matched against the last published one.
@@ -623,8 +1061,11 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             continue;
         };
 
-        convert::to_gray(&image.data, &layout, &mut gray);
-        let detection = match GrayImage::new(&gray, layout.width, layout.height)
+        let t = Instant::now();
+        let pixels = convert::gray_view(&image.data, &layout, &mut gray);
+        stages.convert_ms = ms_since(t);
+        let t = Instant::now();
+        let detection = match GrayImage::new(pixels, layout.width, layout.height)
             .map_err(|e| BackendFault::Error(e.to_string()))
             .and_then(|g| guarded(|| proc_.detect(&g, &params)))
         {
@@ -637,6 +1078,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 continue;
             }
         };
+        stages.detect_ms = ms_since(t);
+        split_backend_timings(&mut stages, &detection.timings);
+        let t = Instant::now();
         let (matches, previous_header) = match &previous {
             Some(prev) => {
                 match guarded(|| proc_.match_frames(&detection, &prev.detection, &params)) {
@@ -652,34 +1096,35 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
             }
             None => (Vec::new(), Header::default()),
         };
+        stages.match_ms = ms_since(t);
 
+        let t = Instant::now();
         let header = image.header.clone();
-        let mut kp_msg = KeypointArray {
-            header: header.clone(),
-            keypoints: detection.keypoints.iter().map(KeypointMsg::from).collect(),
-            descriptors: Vec::new(),
-            descriptors_q7: Vec::new(),
-            descriptor_length: surfcl_core::DESCRIPTOR_LEN as u32,
-            dropped: u32::try_from(detection.dropped).unwrap_or(u32::MAX),
+        let kp_msg = keypoint_message(&header, &detection, params.descriptor);
+        let n_matches = matches.len();
+        // Only the debug picture needs the matches after they are published.
+        let drawn = if params.debug_image {
+            matches.clone()
+        } else {
+            Vec::new()
         };
-        match params.descriptor {
-            DescriptorRepr::F32 => {
-                kp_msg.descriptors = detection.descriptors.iter().flatten().copied().collect()
-            }
-            DescriptorRepr::Q7 => {
-                q7.clear();
-                for d in &detection.descriptors {
-                    quantise_q7(d, &mut q7);
-                }
-                kp_msg.descriptors_q7 = q7.clone();
-            }
-        }
+        let m_msg = MatchArray {
+            header: header.clone(),
+            previous_header,
+            matches,
+        };
+        stages.build_ms = ms_since(t);
+        let t = Instant::now();
         if let Err(e) = out.keypoints.publish(kp_msg) {
             log.log(
                 LogLevel::Warn,
                 &format!("publishing keypoints failed: {e:?}"),
             );
         }
+        if let Err(e) = out.matches.publish(m_msg) {
+            log.log(LogLevel::Warn, &format!("publishing matches failed: {e:?}"));
+        }
+        stages.publish_ms = ms_since(t);
 
         if params.debug_image {
             let prev_kps = previous
@@ -687,12 +1132,12 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 .map(|p| p.detection.keypoints.as_slice())
                 .unwrap_or(&[]);
             crate::debug::render(
-                &gray,
+                convert::gray_view(&image.data, &layout, &mut gray),
                 layout.width,
                 layout.height,
                 &detection.keypoints,
                 prev_kps,
-                &matches,
+                &drawn,
                 &mut debug_rgb,
             );
             let dbg = Image {
@@ -711,30 +1156,49 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 );
             }
         }
-        let n_matches = matches.len();
-        if let Err(e) = out.matches.publish(MatchArray {
-            header: header.clone(),
-            previous_header,
-            matches,
-        }) {
-            log.log(LogLevel::Warn, &format!("publishing matches failed: {e:?}"));
-        }
 
-        let ms = started.elapsed().as_secs_f64() * 1e3;
+        let ms = ms_since(started);
+        stages.node_ms = stages.queue_ms + ms;
         {
             let mut s = lock(&shared.stats);
             s.processed += 1;
             s.last_keypoints = detection.keypoints.len();
             s.last_matches = n_matches;
             s.last_processing_ms = ms;
-            // Bounded: the diagnostics task clears it every second; the cap guards against a
-            // stalled executor.
+            s.last_stages = stages;
+            // Bounded: the diagnostics task clears them every second; the cap guards against
+            // a stalled executor.
             if s.window.len() < 100_000 {
                 s.window.push(ms);
+                s.stage_window.push(stages);
             }
         }
         previous = Some(Previous { header, detection });
     }
+}
+
+/// The `KeypointArray` of one frame: keypoints field by field, descriptors as one block copy
+/// of the backend's contiguous `[f32; 64]` array (or its Q7 quantisation).
+fn keypoint_message(header: &Header, d: &Detection, repr: DescriptorRepr) -> KeypointArray {
+    let mut msg = KeypointArray {
+        header: header.clone(),
+        keypoints: d.keypoints.iter().map(KeypointMsg::from).collect(),
+        descriptors: Vec::new(),
+        descriptors_q7: Vec::new(),
+        descriptor_length: surfcl_core::DESCRIPTOR_LEN as u32,
+        dropped: u32::try_from(d.dropped).unwrap_or(u32::MAX),
+    };
+    match repr {
+        DescriptorRepr::F32 => msg.descriptors = d.descriptors.as_flattened().to_vec(),
+        DescriptorRepr::Q7 => {
+            let mut q7 = Vec::with_capacity(d.descriptors.len() * surfcl_core::DESCRIPTOR_LEN);
+            for desc in &d.descriptors {
+                quantise_q7(desc, &mut q7);
+            }
+            msg.descriptors_q7 = q7;
+        }
+    }
+    msg
 }
 
 #[cfg(test)]

@@ -24,6 +24,9 @@ pub struct Detection {
     pub descriptors: Vec<Descriptor>,
     /// Candidates dropped because `max_keypoints` was reached.
     pub dropped: usize,
+    /// The backend's own stage timings `(name, ms)`, when it reports them (OpenCL: `upload`,
+    /// kernel names, `readback`; CPU: its stages). Diagnostics only.
+    pub timings: Vec<(String, f64)>,
 }
 
 /// Detects, describes and matches. One instance is used by one thread at a time.

@@ -75,6 +75,7 @@ impl Processor for FakeProcessor {
             keypoints: kps,
             descriptors,
             dropped,
+            timings: Vec::new(),
         })
     }
     fn match_frames(
