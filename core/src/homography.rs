@@ -9,6 +9,14 @@
 //!   the result is not finite in `f32`.
 //! - Oxford files (`H1to2p` ...): exactly 9 finite numbers, 3 per line on 3 non-empty lines,
 //!   separated by ASCII whitespace (blank lines and trailing whitespace are accepted).
+//! - A homography must be invertible: [`Homography::new`] and [`Homography::parse`] refuse a
+//!   matrix whose entries are not all finite, or that is **singular**. The test is scale-free
+//!   (a homography is defined up to a factor): the matrix is divided by its largest absolute entry
+//!   `m` (so 1e308 entries cannot overflow), and it is singular when
+//!   `|det| <= SINGULAR_RATIO * |r0| |r1| |r2|` for the scaled rows `r_i` (Hadamard's bound
+//!   `|det| <= |r0| |r1| |r2|` is reached by orthogonal rows; an all-zero matrix has `m = 0`).
+//!   The Oxford boat files have ratios of about `1e-5`, a shift by 16384 px about `1e-8`; rank-deficient
+//!   matrices land near `1e-16` (rounding).
 //! - A match `(a, b)` is **correct** when `H(a)` exists and lies within `tolerance_px` of `b`
 //!   (Euclidean, inclusive).
 //! - **Repeatability** of A in B: `in_view` = points of A whose projection exists and lies inside
@@ -59,6 +67,9 @@ pub enum HomographyError {
         /// Number of points given.
         len: usize,
     },
+    /// The matrix is singular (or all zero): it maps the image onto a line or a point, so it
+    /// cannot be a ground truth between two views (module docs).
+    Singular,
 }
 
 impl fmt::Display for HomographyError {
@@ -77,6 +88,10 @@ impl fmt::Display for HomographyError {
             HomographyError::TooMany { len } => {
                 write!(f, "{len} points exceed the u32 index range")
             }
+            HomographyError::Singular => write!(
+                f,
+                "homography is singular (determinant about 0): it maps the image onto a line or a point"
+            ),
         }
     }
 }
@@ -87,7 +102,51 @@ impl Homography {
     /// The identity.
     pub const IDENTITY: Self = Self([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]);
 
-    /// Parses the Oxford text format (module docs).
+    /// Smallest `|det| / (|r0| |r1| |r2|)` of an accepted matrix (module docs).
+    pub const SINGULAR_RATIO: f64 = 1e-14;
+
+    /// A checked homography: every entry finite and the matrix not singular (module docs).
+    ///
+    /// ```
+    /// use surfcl_core::homography::{Homography, HomographyError};
+    /// assert!(Homography::new([[2.0, 0.0, 5.0], [0.0, 2.0, 1.0], [0.0, 0.0, 1.0]]).is_ok());
+    /// assert_eq!(Homography::new([[0.0; 3]; 3]), Err(HomographyError::Singular));
+    /// assert_eq!(Homography::new([[1e308; 3]; 3]), Err(HomographyError::Singular));
+    /// ```
+    pub fn new(m: [[f64; 3]; 3]) -> Result<Self, HomographyError> {
+        let h = Self(m);
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// Checks the conditions of [`Homography::new`] (for matrices built through the public field).
+    pub fn validate(&self) -> Result<(), HomographyError> {
+        let mut largest = 0.0f64;
+        for (index, &v) in self.0.iter().flatten().enumerate() {
+            if !v.is_finite() {
+                return Err(HomographyError::NotANumber { index });
+            }
+            largest = largest.max(crate::math::fabs(v));
+        }
+        if largest == 0.0 {
+            return Err(HomographyError::Singular);
+        }
+        // Scaled entries lie in [-1, 1]: nothing below can overflow.
+        let s = self.0.map(|row| row.map(|v| v / largest));
+        let det = s[0][0] * (s[1][1] * s[2][2] - s[1][2] * s[2][1])
+            - s[0][1] * (s[1][0] * s[2][2] - s[1][2] * s[2][0])
+            + s[0][2] * (s[1][0] * s[2][1] - s[1][1] * s[2][0]);
+        let norm = |r: [f64; 3]| crate::math::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+        let bound = norm(s[0]) * norm(s[1]) * norm(s[2]);
+        // `!(a > b)` also refuses a NaN determinant (not reachable with finite entries).
+        if !(crate::math::fabs(det) > Self::SINGULAR_RATIO * bound) {
+            return Err(HomographyError::Singular);
+        }
+        Ok(())
+    }
+
+    /// Parses the Oxford text format and checks the matrix with [`Homography::new`] (module
+    /// docs).
     pub fn parse(text: &str) -> Result<Self, HomographyError> {
         let mut m = [[0.0f64; 3]; 3];
         let mut count = 0usize;
@@ -129,7 +188,7 @@ impl Homography {
         if lines != 3 {
             return Err(HomographyError::Layout);
         }
-        Ok(Self(m))
+        Self::new(m)
     }
 
     /// Projects `(x, y)`; `None` when the point maps to infinity (module docs).
@@ -311,6 +370,48 @@ mod tests {
             Homography::parse(""),
             Err(HomographyError::WrongCount { found: 0 })
         );
+    }
+
+    #[test]
+    fn singular_and_non_finite_matrices_are_refused() {
+        let singular = [
+            "0 0 0\n0 0 0\n0 0 0",
+            "1e308 1e308 1e308\n1e308 1e308 1e308\n1e308 1e308 1e308",
+            "-1e308 1e308 1e308\n1e308 -1e308 1e308\n0 0 0",
+            // Rank 2: the third row is the sum of the first two.
+            "1 2 3\n4 5 6\n5 7 9",
+            // Rank 1.
+            "1 2 3\n2 4 6\n3 6 9",
+            // Rank 2 up to rounding (the third row is 0.1 r0 + 0.3 r1, not exact in binary).
+            "0.7 -1.3 250.5\n0.2 0.9 -80.25\n0.13 0.14 0.975",
+        ];
+        for text in singular {
+            assert_eq!(
+                Homography::parse(text),
+                Err(HomographyError::Singular),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            Homography::new([[1.0, 0.0, 0.0], [0.0, f64::NAN, 0.0], [0.0, 0.0, 1.0]]),
+            Err(HomographyError::NotANumber { index: 4 })
+        );
+        assert_eq!(
+            Homography::new([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, f64::INFINITY]]),
+            Err(HomographyError::NotANumber { index: 8 })
+        );
+        // Accepted: every boat file (parses_every_boat_file), large shifts and zooms, a
+        // mirror, huge but regular entries.
+        for ok in [
+            [[1.0, 0.0, 16384.0], [0.0, 1.0, -16384.0], [0.0, 0.0, 1.0]],
+            [[0.05, 0.0, 16384.0], [0.0, 0.05, 16384.0], [0.0, 0.0, 1.0]],
+            [[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+            [[1e300, 0.0, 0.0], [0.0, 1e300, 0.0], [0.0, 0.0, 1e300]],
+            [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1e-3, 0.0, 1.0]],
+        ] {
+            assert_eq!(Homography::new(ok), Ok(Homography(ok)), "{ok:?}");
+        }
+        assert!(Homography::IDENTITY.validate().is_ok());
     }
 
     #[test]

@@ -2,18 +2,30 @@
 //! backend on real frames, and of the matcher on random descriptors.
 //!
 //! Frames: the Oxford "boat" image 1 (850x680) resized to fill each requested size (upscaled for
-//! 1920x1080) and centre-cropped. Per size, after one warm-up frame (kernel compilation and
+//! 1920x1080) and centre-cropped. The image is `$SURFCL_BENCH_IMAGE` when set, else the
+//! checkout's `data/oxford-boat/img1.pgm`; when neither exists (an installed binary run outside
+//! the checkout), a built-in synthetic frame of the same size is used ([`synthetic_frame`]) and
+//! the output says so (`"image": "synthetic"` in the JSON). Per size, after one warm-up frame (kernel compilation and
 //! first-touch of buffers), `frames` frames are timed; reported are the medians of every stage's
 //! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style), of the sum of the
 //! stages, and of the host wall time of a whole frame (upload + kernels + readback). The CPU
 //! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
 //!
-//! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384; device time of the
-//! 2-NN kernel from its event and the wall time of the whole call (uploads, kernel, readback and
-//! the host-side decisions); the CPU matcher of the core (one thread) for n <= 4096.
+//! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384 up to the keypoint
+//! count the requested sizes call for ([`matcher_sizes`]: n <= the largest frame's pixels / 64,
+//! 1024 always); device time of the 2-NN kernel from its event and the wall time of the whole
+//! call (uploads, kernel, readback and the host-side decisions); the CPU matcher of the core (one
+//! thread) for n <= 4096.
+//!
+//! Device memory: the SURF pipeline's buffers for each requested size, `f32` and 8-bit packed.
+//!
+//! Only the sizes asked for run: `--sizes 320x240` measures 320x240 frames, a 320x240 memory
+//! table and a 1024 x 1024 matcher.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use crate::cli::output::{JsonOutput, persist_all, stderr_line, stdout_line};
 
 use serde_json::{Value, json};
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
@@ -21,7 +33,7 @@ use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, open_backend};
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, ImageSize};
 use crate::error::Error;
 use crate::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use crate::opencl::{
@@ -39,6 +51,65 @@ fn bench_image_path() -> Option<PathBuf> {
     candidates.push(PathBuf::from("img1.pgm"));
     candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm"));
     candidates.into_iter().find(|p| p.is_file())
+}
+
+/// Size of the built-in synthetic frame (that of the boat image).
+pub const SYNTHETIC_SIZE: (u32, u32) = (850, 680);
+
+/// A deterministic synthetic frame of `width x height`: a smooth gradient with a few hundred
+/// discs and squares of random size and contrast (xorshift, fixed seed), so that SURF and Harris
+/// find blobs and corners at several scales, as in a real picture.
+pub fn synthetic_frame(width: u32, height: u32) -> image::GrayImage {
+    let mut img = image::GrayImage::from_fn(width, height, |x, y| {
+        image::Luma([(64 + (x * 64 / width.max(1)) + (y * 64 / height.max(1))) as u8])
+    });
+    let mut rng = XorShift(0x5eed_f00d);
+    let mut uniform = |lo: f32, hi: f32| lo + (rng.next_f32() * 0.5 + 0.5) * (hi - lo);
+    let shapes = (u64::from(width) * u64::from(height) / 1500).max(1);
+    for k in 0..shapes {
+        let (cx, cy) = (uniform(0.0, width as f32), uniform(0.0, height as f32));
+        let r = uniform(2.0, 24.0);
+        let value = uniform(0.0, 255.0) as u8;
+        let square = k % 3 == 0;
+        let (x0, x1) = ((cx - r).max(0.0) as u32, ((cx + r) as u32).min(width));
+        let (y0, y1) = ((cy - r).max(0.0) as u32, ((cy + r) as u32).min(height));
+        for y in y0..y1 {
+            for x in x0..x1 {
+                let (dx, dy) = (x as f32 - cx, y as f32 - cy);
+                if square || dx * dx + dy * dy <= r * r {
+                    img.put_pixel(x, y, image::Luma([value]));
+                }
+            }
+        }
+    }
+    img
+}
+
+/// The benchmark's source frame and its description (a path, or `"synthetic"`).
+fn bench_source() -> Result<(image::GrayImage, String), Error> {
+    match bench_image_path() {
+        Some(path) => {
+            let gray = crate::io::load_gray(&path)?;
+            let (w, h) = (gray.width as u32, gray.height as u32);
+            let img = image::GrayImage::from_raw(w, h, gray.pixels).ok_or_else(|| {
+                Error::Internal(format!("{}: pixel count is not {w}x{h}", path.display()))
+            })?;
+            Ok((img, path.display().to_string()))
+        }
+        None => Ok((
+            synthetic_frame(SYNTHETIC_SIZE.0, SYNTHETIC_SIZE.1),
+            "synthetic".to_string(),
+        )),
+    }
+}
+
+/// The matrix sizes of the matcher benchmark for frames of at most `largest_pixels` pixels
+/// (module docs).
+pub fn matcher_sizes(largest_pixels: usize) -> Vec<usize> {
+    [1024usize, 4096, 16384]
+        .into_iter()
+        .filter(|&n| n == 1024 || n <= largest_pixels / 64)
+        .collect()
 }
 
 /// The boat frame resized to fill `width x height` and centre-cropped.
@@ -110,32 +181,38 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     if args.frames == 0 {
         return Err(Error::InvalidArgument("--frames must be at least 1".into()));
     }
-    let source = match bench_image_path() {
-        Some(path) => image::open(&path)
-            .map_err(|e| Error::Decode {
-                path: path.clone(),
-                message: e.to_string(),
-            })?
-            .to_luma8(),
-        None => {
-            return Err(Error::InvalidArgument(
-                "benchmark image not found: set SURFCL_BENCH_IMAGE or run from the checkout (data/oxford-boat/img1.pgm)".into(),
-            ));
+    // Checked (and reserved) before the measurements.
+    let json_out = JsonOutput::prepare(args.json.as_deref())?;
+    // With the JSON on stdout, the tables go to stderr.
+    let json_on_stdout = JsonOutput::is_stdout(json_out.as_ref());
+    let say = |text: &str| -> Result<(), Error> {
+        if json_on_stdout {
+            stderr_line(text);
+            Ok(())
+        } else {
+            stdout_line(text)
         }
     };
+    let (source, source_name) = bench_source()?;
+    if source_name == "synthetic" {
+        say(&format!(
+            "note: benchmark image not found (set SURFCL_BENCH_IMAGE or run from the checkout, data/oxford-boat/img1.pgm): using a built-in synthetic {}x{} frame",
+            SYNTHETIC_SIZE.0, SYNTHETIC_SIZE.1
+        ))?;
+    }
     let use_gpu = choice != BackendChoice::Cpu;
     let mut cpu = open_backend(BackendChoice::Cpu, None)?;
     let mut report_sizes = Vec::new();
     let mut device_name = String::from("-");
     let mut gpu_available = use_gpu;
-    println!(
-        "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {:?}, upright {}",
+    say(&format!(
+        "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {:?}, upright {}, image {source_name}",
         args.frames,
         params.surf.threshold,
         params.surf.octaves,
         params.surf.precision,
         params.surf.upright
-    );
+    ))?;
     for size in &args.sizes {
         let (w, h) = (size.width, size.height);
         let pixels = frame(&source, w, h);
@@ -152,7 +229,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
                     row.insert("opencl".into(), stats);
                 }
                 Err(OpenClError::NoPlatform) if choice == BackendChoice::Auto => {
-                    eprintln!("note: no OpenCL platform; measuring the CPU backend only");
+                    stderr_line("note: no OpenCL platform; measuring the CPU backend only");
                     gpu_available = false;
                 }
                 Err(e) => return Err(e.into()),
@@ -175,14 +252,14 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
             json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall, "keypoints": kps}),
         );
         row.insert("cpu_over_opencl".into(), json!(cpu_wall / gpu_wall));
-        print_size_row(w, h, &row, cpu_wall, gpu_wall);
+        print_size_row(&say, w, h, &row, cpu_wall, gpu_wall)?;
         report_sizes.push(Value::Object(row));
     }
     let mut stream_rows = Vec::new();
     if gpu_available && args.stream {
-        println!(
-            "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)"
-        );
+        say(
+            "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)",
+        )?;
         for kind in [DetectorKind::Surf, DetectorKind::Harris] {
             for size in &args.sizes {
                 let (w, h) = (size.width, size.height);
@@ -195,6 +272,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
                     h,
                 );
                 stream_rows.push(bench_stream(
+                    &say,
                     &source,
                     (w, h),
                     detector,
@@ -205,16 +283,24 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         }
     }
     let memory = if gpu_available {
-        bench_memory(&params, device)?
+        bench_memory(&say, &args.sizes, &params, device)?
     } else {
         Vec::new()
     };
+    let largest = args
+        .sizes
+        .iter()
+        .map(|s| s.width * s.height)
+        .max()
+        .unwrap_or(0);
     let matcher = if gpu_available {
-        bench_matcher(device)?
+        bench_matcher(&say, &matcher_sizes(largest), device)?
     } else {
         Vec::new()
     };
     let report = json!({
+        "image": source_name,
+        "params": crate::report::ParamsJson::new(&params, Some((&MatchConfig::default(), DescriptorKind::F32))),
         "device": device_name,
         "frames": args.frames,
         "threshold": params.surf.threshold,
@@ -227,49 +313,55 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         "memory": memory,
         "stream": stream_rows,
     });
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        if path.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
-        }
+    if let Some(out) = json_out {
+        persist_all(out.write(&report, true)?)?;
     }
     Ok(())
 }
 
-fn print_size_row(w: usize, h: usize, row: &serde_json::Map<String, Value>, cpu: f64, gpu: f64) {
-    println!("\n{w}x{h}");
+/// Where the tables go: stdout, or stderr when stdout carries the JSON.
+type Say<'a> = dyn Fn(&str) -> Result<(), Error> + 'a;
+
+fn print_size_row(
+    say: &Say<'_>,
+    w: usize,
+    h: usize,
+    row: &serde_json::Map<String, Value>,
+    cpu: f64,
+    gpu: f64,
+) -> Result<(), Error> {
+    say(&format!("\n{w}x{h}"))?;
     if let Some(g) = row.get("opencl") {
-        println!(
+        say(&format!(
             "  OpenCL {}: {} keypoints, {:.1} MiB device memory",
             g["device"].as_str().unwrap_or("-"),
             g["keypoints"],
             g["device_bytes"].as_f64().unwrap_or(0.0) / (1024.0 * 1024.0)
-        );
+        ))?;
         if let Some(stages) = g["stages_ms"].as_array() {
             for s in stages {
                 let name = s["stage"].as_str().unwrap_or("-");
-                println!(
+                say(&format!(
                     "    {name:<16} {:>9.3} ms",
                     s["ms"].as_f64().unwrap_or(f64::NAN)
-                );
+                ))?;
             }
         }
-        println!(
+        say(&format!(
             "    {:<16} {:>9.3} ms (sum of device stages)",
             "device total",
             g["device_total_ms"].as_f64().unwrap_or(f64::NAN)
-        );
-        println!(
+        ))?;
+        say(&format!(
             "    {:<16} {gpu:>9.3} ms (host wall: upload + kernels + readback)",
             "end to end"
-        );
+        ))?;
     }
-    println!("  CPU backend:          {cpu:>9.3} ms");
+    say(&format!("  CPU backend:          {cpu:>9.3} ms"))?;
     if gpu.is_finite() {
-        println!("  CPU / OpenCL:         {:>9.2}x", cpu / gpu);
+        say(&format!("  CPU / OpenCL:         {:>9.2}x", cpu / gpu))?;
     }
+    Ok(())
 }
 
 /// The OpenCL pipeline of the detector being benchmarked.
@@ -378,12 +470,16 @@ fn bench_gpu(
 }
 
 /// The matcher benchmark (module docs).
-fn bench_matcher(device: Option<&str>) -> Result<Vec<Value>, Error> {
+fn bench_matcher(
+    say: &Say<'_>,
+    sizes: &[usize],
+    device: Option<&str>,
+) -> Result<Vec<Value>, Error> {
     let mut matcher = GpuMatcher::open(device)?;
     let config = MatchConfig::default();
     let mut rows = Vec::new();
-    println!("\nmatcher (random unit 64-d descriptors, f32, ratio 0.8, sign test on)");
-    for n in [1024usize, 4096, 16384] {
+    say("\nmatcher (random unit 64-d descriptors, f32, ratio 0.8, sign test on)")?;
+    for &n in sizes {
         let query = random_unit_descriptors(n, 1 + n as u64);
         let train = random_unit_descriptors(n, 7 + n as u64);
         let kps: Vec<Keypoint> = (0..n)
@@ -420,10 +516,10 @@ fn bench_matcher(device: Option<&str>) -> Result<Vec<Value>, Error> {
         } else {
             None
         };
-        println!(
+        say(&format!(
             "  {n:>5} x {n:<5} device {kernel_ms:>9.3} ms, end to end {wall_ms:>9.3} ms, CPU (1 thread) {}, {count} matches",
             cpu_ms.map_or("-".to_string(), |c| format!("{c:.3} ms"))
-        );
+        ))?;
         rows.push(json!({"n": n, "device_ms": kernel_ms, "wall_ms": wall_ms, "cpu_ms": cpu_ms, "matches": count}));
     }
     Ok(rows)
@@ -444,6 +540,7 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// over the whole run and the per-frame latency percentiles (from the start of a frame's upload
 /// to its matches), after 5 warm-up frames.
 fn bench_stream(
+    say: &Say<'_>,
     source: &image::GrayImage,
     (w, h): (usize, usize),
     detector: StreamDetector,
@@ -512,15 +609,15 @@ fn bench_stream(
         percentile(&mut latencies, 99.0),
     );
     let (kps, m) = (median(&mut keypoints), median(&mut matches));
-    println!(
+    say(&format!(
         "  {label:<6} {w}x{h}: {fps:>8.1} frames/s, latency p50 {p50:.3} ms, p99 {p99:.3} ms ({frames} frames, median {kps} keypoints, {m} matches to the previous frame), {:.1} MiB device memory",
         stream.device_bytes() as f64 / (1024.0 * 1024.0)
-    );
+    ))?;
     let stage_ms: Vec<Value> = stages
         .iter_mut()
         .map(|(name, v)| json!({"stage": name, "ms": median(v)}))
         .collect();
-    println!(
+    say(&format!(
         "    device stages (median ms): {}",
         stage_ms
             .iter()
@@ -531,7 +628,7 @@ fn bench_stream(
             ))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ))?;
     Ok(json!({
         "detector": label, "width": w, "height": h, "frames": frames, "fps": fps, "stages_ms": stage_ms,
         "latency_p50_ms": p50, "latency_p99_ms": p99,
@@ -540,15 +637,20 @@ fn bench_stream(
     }))
 }
 
-/// Device memory of the pipeline per buffer, for 640x480 and 1920x1080, `f32` and 8-bit packed
+/// Device memory of the pipeline per buffer, for each requested size, `f32` and 8-bit packed
 /// responses, 4096 keypoints (the other parameters as given).
-fn bench_memory(params: &DetectParams, device: Option<&str>) -> Result<Vec<Value>, Error> {
-    println!(
+fn bench_memory(
+    say: &Say<'_>,
+    sizes: &[ImageSize],
+    params: &DetectParams,
+    device: Option<&str>,
+) -> Result<Vec<Value>, Error> {
+    say(&format!(
         "\ndevice memory (SURF pipeline, 4096 keypoints, {} octaves)",
         params.surf.octaves
-    );
+    ))?;
     let mut rows = Vec::new();
-    for (w, h) in [(640usize, 480usize), (1920, 1080)] {
+    for (w, h) in sizes.iter().map(|s| (s.width, s.height)) {
         for precision in [Precision::F32, Precision::Packed8] {
             let pipeline = Pipeline::open(
                 device,
@@ -569,11 +671,11 @@ fn bench_memory(params: &DetectParams, device: Option<&str>) -> Result<Vec<Value
                 .iter()
                 .map(|(what, b)| format!("{what} {:.2}", *b as f64 / (1024.0 * 1024.0)))
                 .collect();
-            println!(
+            say(&format!(
                 "  {w}x{h} {precision:?}: {:.2} MiB ({})",
                 total as f64 / (1024.0 * 1024.0),
                 detail.join(", ")
-            );
+            ))?;
             rows.push(json!({
                 "width": w, "height": h, "precision": format!("{precision:?}"),
                 "device_bytes": total,

@@ -11,11 +11,18 @@
 //! - A tick from the centre to the circle at the keypoint's orientation (pointing right for
 //!   upright keypoints, whose orientation is 0).
 //! - Matches: a line from the point in the left image to the point in the right one; with a
-//!   homography, green when the match is correct and red when it is wrong; yellow otherwise.
+//!   homography, green when the match is correct and red when it is wrong; yellow otherwise. A
+//!   white bar separates the two images. At most [`DEFAULT_MATCH_LINES`] matches are drawn unless
+//!   the caller asks for all (`--draw-all`): evenly spaced in query order, so the same every run
+//!   and with the share of correct lines of the whole set.
+//! - A legend in the bottom-left corner (on a darkened band, with a built-in 5x7 bitmap font, so
+//!   no font file is needed) gives the counts and explains the colours; it is left out when the
+//!   picture is too small to hold it.
+//! - The picture format follows the file extension ([`picture_format`]): PNG, JPEG or PPM.
 
 use std::path::Path;
 
-use image::{Rgb, RgbImage};
+use image::{ImageFormat, Rgb, RgbImage};
 use surfcl_core::Keypoint;
 
 use crate::error::Error;
@@ -29,6 +36,11 @@ pub const BLUE: Rgb<u8> = Rgb([40, 120, 255]);
 pub const GREEN: Rgb<u8> = Rgb([40, 220, 40]);
 /// Yellow: match without ground truth.
 pub const YELLOW: Rgb<u8> = Rgb([255, 220, 0]);
+/// White: legend text and the bar between the two images of a match picture.
+pub const WHITE: Rgb<u8> = Rgb([255, 255, 255]);
+
+/// Match lines drawn by default (see module docs).
+pub const DEFAULT_MATCH_LINES: usize = 200;
 
 /// The grey image as RGB (all three channels equal).
 pub fn gray_to_rgb(gray: &OwnedGray) -> RgbImage {
@@ -145,10 +157,27 @@ pub fn draw_keypoints(img: &mut RgbImage, keypoints: &[Keypoint], dx: i64) {
     }
 }
 
-/// The input image with its keypoints drawn on it.
+/// The input image with its keypoints drawn on it, and a legend (module docs).
 pub fn keypoint_picture(gray: &OwnedGray, keypoints: &[Keypoint]) -> RgbImage {
     let mut img = gray_to_rgb(gray);
     draw_keypoints(&mut img, keypoints, 0);
+    let count = |f: fn(i8) -> bool| keypoints.iter().filter(|k| f(k.laplacian)).count();
+    let (bright, dark, corners) = (count(|l| l < 0), count(|l| l > 0), count(|l| l == 0));
+    let mut legend = vec![(
+        format!(
+            "{} keypoints; circle radius 2.5 x scale, tick = orientation",
+            keypoints.len()
+        ),
+        WHITE,
+    )];
+    if bright + dark > 0 {
+        legend.push((format!("red: {bright} bright blobs (laplacian -)"), RED));
+        legend.push((format!("blue: {dark} dark blobs (laplacian +)"), BLUE));
+    }
+    if corners > 0 {
+        legend.push((format!("green: {corners} harris corners"), GREEN));
+    }
+    draw_legend(&mut img, &legend);
     img
 }
 
@@ -161,11 +190,31 @@ pub struct MatchLine {
     pub to: (f32, f32),
     /// Correctness under the ground-truth homography, when there is one.
     pub correct: Option<bool>,
+    /// Descriptor distance of the match.
+    pub distance: f32,
 }
 
-/// The two images side by side (first left, second right, tops aligned, black padding) with the
-/// matched keypoints as small circles and one line per match.
-pub fn match_picture(left: &OwnedGray, right: &OwnedGray, matches: &[MatchLine]) -> RgbImage {
+/// The indices of at most `limit` of `n` items, evenly spaced and always the same (the first
+/// item included); all of them when `n <= limit`.
+pub fn evenly_chosen(n: usize, limit: usize) -> Vec<usize> {
+    if n <= limit {
+        return (0..n).collect();
+    }
+    // i * n / limit for i < limit: strictly increasing because n > limit; u128 cannot overflow.
+    (0..limit)
+        .map(|i| (i as u128 * n as u128 / limit as u128) as usize)
+        .collect()
+}
+
+/// The two images side by side (first left, second right, tops aligned, black padding, a white
+/// bar between them) with at most `limit` of the matches (see [`evenly_chosen`]) as small circles
+/// joined by a line, and a legend with the counts (module docs).
+pub fn match_picture(
+    left: &OwnedGray,
+    right: &OwnedGray,
+    matches: &[MatchLine],
+    limit: usize,
+) -> RgbImage {
     let width = left.width + right.width;
     let height = left.height.max(right.height);
     let mut img = RgbImage::new(width as u32, height as u32);
@@ -177,7 +226,17 @@ pub fn match_picture(left: &OwnedGray, right: &OwnedGray, matches: &[MatchLine])
         img.put_pixel(x + left.width as u32, y, *p);
     }
     let dx = left.width as i64;
-    for m in matches {
+    // The bar covers the first columns of the right image (the picture keeps its size).
+    let bar = if left.width >= 64 && right.width >= 64 {
+        3
+    } else {
+        1
+    };
+    for x in dx..dx + bar {
+        line(&mut img, (x, 0), (x, height as i64 - 1), WHITE);
+    }
+    let shown = evenly_chosen(matches.len(), limit);
+    for m in shown.iter().filter_map(|&i| matches.get(i)) {
         let colour = match m.correct {
             Some(true) => GREEN,
             Some(false) => RED,
@@ -189,19 +248,187 @@ pub fn match_picture(left: &OwnedGray, right: &OwnedGray, matches: &[MatchLine])
         circle(&mut img, b, 3, colour);
         line(&mut img, a, b, colour);
     }
+    let mut legend = vec![(
+        if shown.len() < matches.len() {
+            format!(
+                "shown {} of {} matches (evenly chosen; --draw-all draws all)",
+                shown.len(),
+                matches.len()
+            )
+        } else {
+            format!("{} matches, all shown", matches.len())
+        },
+        WHITE,
+    )];
+    let correct = matches.iter().filter(|m| m.correct == Some(true)).count();
+    let wrong = matches.iter().filter(|m| m.correct == Some(false)).count();
+    if correct + wrong > 0 {
+        legend.push((
+            format!("green: {correct} correct by the homography (within 3 px)"),
+            GREEN,
+        ));
+        legend.push((format!("red: {wrong} wrong"), RED));
+    } else {
+        legend.push((
+            "yellow: no ground truth (--homography FILE colours them)".to_string(),
+            YELLOW,
+        ));
+    }
+    draw_legend(&mut img, &legend);
     img
 }
 
-/// Saves a picture as PNG.
-pub fn save_png(img: &RgbImage, path: &Path) -> Result<(), Error> {
-    img.save_with_format(path, image::ImageFormat::Png)
-        .map_err(|e| match e {
-            image::ImageError::IoError(source) => Error::io(path, source),
-            other => Error::Encode {
-                path: path.to_path_buf(),
-                message: other.to_string(),
-            },
-        })
+/// The extension of `path`, lower case.
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+}
+
+/// The picture format for `path`, from its extension: `.png`, `.jpg`/`.jpeg` or `.ppm`. Any other
+/// extension (or none) is refused with a message that lists these.
+pub fn picture_format(path: &Path) -> Result<ImageFormat, Error> {
+    match extension(path).as_deref() {
+        Some("png") => Ok(ImageFormat::Png),
+        Some("jpg" | "jpeg") => Ok(ImageFormat::Jpeg),
+        Some("ppm") => Ok(ImageFormat::Pnm),
+        other => Err(Error::InvalidArgument(format!(
+            "{}: cannot tell the picture format from {}: use .png, .jpg/.jpeg or .ppm",
+            path.display(),
+            other.map_or("a name without extension".to_string(), |e| format!(
+                "the extension .{e}"
+            ))
+        ))),
+    }
+}
+
+/// Encodes a picture in `format` (`path` only names the file in errors).
+pub fn encode(img: &RgbImage, format: ImageFormat, path: &Path) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut bytes), format)
+        .map_err(|e| Error::Encode {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    Ok(bytes)
+}
+
+/// Glyphs of the built-in 5x7 font: rows top to bottom, bit 4 the leftmost column. Letters are
+/// drawn upper case.
+fn glyph(c: char) -> [u8; 7] {
+    match c.to_ascii_uppercase() {
+        'A' => [0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
+        'B' => [0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E],
+        'C' => [0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E],
+        'D' => [0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E],
+        'E' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F],
+        'F' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10],
+        'G' => [0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F],
+        'H' => [0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
+        'I' => [0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E],
+        'J' => [0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C],
+        'K' => [0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11],
+        'L' => [0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F],
+        'M' => [0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11],
+        'N' => [0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11],
+        'O' => [0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
+        'P' => [0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10],
+        'Q' => [0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D],
+        'R' => [0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11],
+        'S' => [0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E],
+        'T' => [0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04],
+        'U' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
+        'V' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04],
+        'W' => [0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A],
+        'X' => [0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11],
+        'Y' => [0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04],
+        'Z' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F],
+        '0' => [0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E],
+        '1' => [0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E],
+        '2' => [0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F],
+        '3' => [0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E],
+        '4' => [0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02],
+        '5' => [0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E],
+        '6' => [0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E],
+        '7' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08],
+        '8' => [0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E],
+        '9' => [0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C],
+        ' ' => [0; 7],
+        '.' => [0, 0, 0, 0, 0, 0x0C, 0x0C],
+        ',' => [0, 0, 0, 0, 0x0C, 0x04, 0x08],
+        ':' => [0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0],
+        ';' => [0, 0x0C, 0x0C, 0, 0x0C, 0x04, 0x08],
+        '/' => [0, 0x01, 0x02, 0x04, 0x08, 0x10, 0],
+        '(' => [0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02],
+        ')' => [0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08],
+        '-' => [0, 0, 0, 0x1F, 0, 0, 0],
+        '+' => [0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0],
+        '=' => [0, 0, 0x1F, 0, 0x1F, 0, 0],
+        '%' => [0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03],
+        '\'' => [0x0C, 0x04, 0x08, 0, 0, 0, 0],
+        _ => [0x0E, 0x11, 0x01, 0x02, 0x04, 0, 0x04], // '?'
+    }
+}
+
+/// Width of one character cell of the font (5 columns and a gap), in font pixels.
+const CELL_W: i64 = 6;
+/// Height of one text line (7 rows and a gap), in font pixels.
+const CELL_H: i64 = 9;
+
+/// Draws `text` with its top-left corner at `(x, y)`, each font pixel a `scale x scale` square.
+pub fn text(img: &mut RgbImage, (x, y): (i64, i64), s: &str, scale: i64, colour: Rgb<u8>) {
+    for (i, c) in s.chars().enumerate() {
+        let left = x + i as i64 * CELL_W * scale;
+        for (row, bits) in glyph(c).iter().enumerate() {
+            for col in 0..5i64 {
+                if bits >> (4 - col) & 1 == 1 {
+                    for dy in 0..scale {
+                        for dx in 0..scale {
+                            plot(
+                                img,
+                                left + col * scale + dx,
+                                y + row as i64 * scale + dy,
+                                colour,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Draws the legend lines in the bottom-left corner on a darkened band, at a font scale that
+/// suits the picture's size; nothing when even scale 1 does not fit.
+fn draw_legend(img: &mut RgbImage, lines: &[(String, Rgb<u8>)]) {
+    let (w, h) = (i64::from(img.width()), i64::from(img.height()));
+    let longest = lines
+        .iter()
+        .map(|(t, _)| t.chars().count())
+        .max()
+        .unwrap_or(0) as i64;
+    let margin = 4;
+    let fits = |scale: i64| {
+        longest * CELL_W * scale + 2 * margin <= w
+            && lines.len() as i64 * CELL_H * scale + 2 * margin <= h / 3
+    };
+    let Some(scale) = (1..=3).rev().find(|&s| fits(s)) else {
+        return;
+    };
+    let band_w = longest * CELL_W * scale + 2 * margin;
+    let band_h = lines.len() as i64 * CELL_H * scale + 2 * margin;
+    let top = h - band_h;
+    for y in top.max(0)..h {
+        for x in 0..band_w.min(w) {
+            // In range: 0 <= x < w and 0 <= y < h, both from u32 sizes.
+            let p = img.get_pixel_mut(x as u32, y as u32);
+            p.0 = p.0.map(|v| v / 4);
+        }
+    }
+    for (i, (line_text, colour)) in lines.iter().enumerate() {
+        let y = top + margin + i as i64 * CELL_H * scale;
+        text(img, (margin, y), line_text, scale, *colour);
+    }
 }
 
 #[cfg(test)]
@@ -291,7 +518,9 @@ mod tests {
                 from: (1.0, 1.0),
                 to: (1.0, 1.0),
                 correct: Some(true),
+                distance: 0.1,
             }],
+            DEFAULT_MATCH_LINES,
         );
         assert_eq!(img.dimensions(), (16, 12));
         assert_eq!(*img.get_pixel(9, 7), Rgb([100; 3]));

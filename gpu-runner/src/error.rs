@@ -16,8 +16,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A file exists but is not an image we can read (unknown format, truncated, corrupt).
-    #[error("{}: cannot decode image: {message}", path.display())]
+    /// A file exists but its content cannot be used: an image we cannot decode (unknown format,
+    /// truncated, corrupt), a file larger than accepted, a homography file that is not text.
+    /// `message` says which (image errors start with "cannot decode image").
+    #[error("{}: {message}", path.display())]
     Decode {
         /// The file.
         path: PathBuf,

@@ -67,22 +67,35 @@ pub fn to_luminance(image: DynamicImage) -> OwnedGray {
     }
 }
 
-/// Decoding limits matching the core's: no side above `MAX_DIMENSION`, and no allocation above
-/// what the largest accepted image needs in its widest decoded form (RGBA, 16 bits per channel).
-fn decode_limits() -> Limits {
+/// Allocation allowed to the header pass (the decoder reads every chunk before the pixel data,
+/// iCCP profiles and text included; real ICC profiles are well under a megabyte).
+pub const HEADER_PASS_ALLOC: u64 = 16 << 20;
+
+/// Allocation allowed to the decoder beyond the decoded image itself (rows, chunk buffers).
+pub const DECODE_SLACK_ALLOC: u64 = 16 << 20;
+
+/// Decoding limits matching the core's: no side above `MAX_DIMENSION`, and at most `max_alloc`
+/// bytes. Every pass of the decoder runs under such limits, the header pass included: the PNG
+/// decoder inflates compressed ancillary chunks (iCCP, zTXt) while it looks for the header, and
+/// without a limit a zlib bomb in such a chunk would take hundreds of megabytes.
+fn decode_limits(max_alloc: u64) -> Limits {
     let mut limits = Limits::default();
     let side = surfcl_core::image::MAX_DIMENSION as u32;
     limits.max_image_width = Some(side);
     limits.max_image_height = Some(side);
-    limits.max_alloc = Some(surfcl_core::image::MAX_PIXELS as u64 * 8 + (64 << 20));
+    limits.max_alloc = Some(max_alloc);
     limits
 }
 
+/// The largest decoder allocation for any accepted image: the widest decoded form (RGBA, 16
+/// bits per channel) of `MAX_PIXELS` pixels plus [`DECODE_SLACK_ALLOC`], about 145 MiB.
+pub const MAX_DECODE_ALLOC: u64 = surfcl_core::image::MAX_PIXELS as u64 * 8 + DECODE_SLACK_ALLOC;
+
 /// Loads an image file (PNG, PGM/PPM, JPEG; the format is detected from the content) as 8-bit
-/// luminance. Errors name the file and say what is wrong with it: missing, empty, not an image,
-/// too large, truncated or corrupt.
+/// luminance. Errors name the file and say what is wrong with it: missing, not a regular file,
+/// empty, not an image, too large, truncated or corrupt.
 pub fn load_gray(path: &Path) -> Result<OwnedGray, Error> {
-    let bytes = read_capped(path, MAX_IMAGE_FILE_BYTES)?;
+    let bytes = read_capped(path, MAX_IMAGE_FILE_BYTES, "an image")?;
     decode_gray(&bytes, path)
 }
 
@@ -93,11 +106,50 @@ pub const MAX_IMAGE_FILE_BYTES: u64 = 6 * surfcl_core::image::MAX_PIXELS as u64 
 /// Largest homography file read: three rows of three numbers need well under a kilobyte.
 pub const MAX_HOMOGRAPHY_FILE_BYTES: u64 = 64 << 10;
 
-/// Reads at most `limit` bytes of a file and fails if there is more, so that a huge file (or a
-/// device such as `/dev/zero`) is never read into memory whole.
-fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+/// Refuses anything but a regular file (after following symbolic links) *before* it is opened:
+/// opening a FIFO for reading blocks until a writer comes, a directory cannot be read, and a
+/// device can be endless.
+pub fn require_regular_file(path: &Path) -> Result<(), Error> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(Error::io(
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}, not a regular file"),
+        ),
+    ))
+}
+
+/// Reads at most `limit` bytes of a regular file and fails if there is more, so that a huge
+/// file is never read into memory whole; `what` names the expected content in the message.
+fn read_capped(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Error> {
     use std::io::Read;
+    require_regular_file(path)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // The path may have been replaced between the check and the open: check what was opened.
+    let opened = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !opened.file_type().is_file() {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
+        ));
+    }
     let mut bytes = Vec::new();
     file.take(limit + 1)
         .read_to_end(&mut bytes)
@@ -105,27 +157,46 @@ fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
     if bytes.len() as u64 > limit {
         return Err(Error::Decode {
             path: path.to_path_buf(),
-            message: format!("the file is larger than the {limit} bytes accepted"),
+            message: format!("the file is larger than the {limit} bytes accepted for {what}"),
         });
     }
     Ok(bytes)
+}
+
+/// A decoder error in words a user can act on.
+fn describe_image_error(e: image::ImageError) -> String {
+    match e {
+        image::ImageError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "the file is truncated: it ends before all the pixels its header declares".into()
+        }
+        image::ImageError::Limits(l) => match l.kind() {
+            image::error::LimitErrorKind::DimensionError => format!(
+                "the image is too large: more than {} pixels on a side",
+                surfcl_core::image::MAX_DIMENSION
+            ),
+            _ => format!("decoding would need more memory than the decoder limit allows ({l})"),
+        },
+        other => other.to_string(),
+    }
 }
 
 /// Decodes an in-memory image file; `path` is only used in error messages.
 pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
     let decode_error = |message: String| Error::Decode {
         path: path.to_path_buf(),
-        message,
+        message: format!("cannot decode image: {message}"),
     };
     if bytes.is_empty() {
         return Err(decode_error("the file is empty".into()));
     }
-    let guessed = || {
-        ImageReader::new(Cursor::new(bytes))
+    let guessed = |max_alloc: u64| {
+        let mut reader = ImageReader::new(Cursor::new(bytes))
             .with_guessed_format()
-            .map_err(|e| decode_error(e.to_string()))
+            .map_err(|e| decode_error(e.to_string()))?;
+        reader.limits(decode_limits(max_alloc));
+        Ok::<_, Error>(reader)
     };
-    let reader = guessed()?;
+    let reader = guessed(HEADER_PASS_ALLOC)?;
     if reader.format().is_none() {
         return Err(decode_error(
             "not a supported image format (PNG, PGM/PPM or JPEG expected)".into(),
@@ -134,17 +205,20 @@ pub fn decode_gray(bytes: &[u8], path: &Path) -> Result<OwnedGray, Error> {
     // Header only: reject sizes the core cannot process before the decoder allocates anything.
     let (width, height) = reader
         .into_dimensions()
-        .map_err(|e| decode_error(e.to_string()))?;
+        .map_err(|e| decode_error(describe_image_error(e)))?;
     check_dimensions(width as usize, height as usize).map_err(|e| decode_error(format!("{e}")))?;
-    let mut reader = guessed()?;
-    reader.limits(decode_limits());
-    let image = reader.decode().map_err(|e| decode_error(e.to_string()))?;
+    // The decode pass may allocate what this image needs in its widest form, and a little more.
+    let need = u64::from(width) * u64::from(height) * 8 + DECODE_SLACK_ALLOC;
+    let image = guessed(need.min(MAX_DECODE_ALLOC))?
+        .decode()
+        .map_err(|e| decode_error(describe_image_error(e)))?;
     Ok(to_luminance(image))
 }
 
-/// Loads a homography file (Oxford format: 3 rows of 3 numbers) with the core parser.
+/// Loads a homography file (Oxford format: 3 rows of 3 numbers) with the core parser, which also
+/// refuses singular matrices.
 pub fn load_homography(path: &Path) -> Result<Homography, Error> {
-    let bytes = read_capped(path, MAX_HOMOGRAPHY_FILE_BYTES)?;
+    let bytes = read_capped(path, MAX_HOMOGRAPHY_FILE_BYTES, "a homography file")?;
     let text = String::from_utf8(bytes).map_err(|_| Error::Decode {
         path: path.to_path_buf(),
         message: "a homography file must be text (3 rows of 3 numbers)".into(),
@@ -207,7 +281,12 @@ mod tests {
         assert!(msg(decode_gray(huge, path)).contains("too large"));
         // Truncated PGM: header promises 4x4, body has 3 bytes.
         let short = b"P5\n4 4\n255\n\0\0\0";
-        assert!(msg(decode_gray(short, path)).contains("bad.png"));
+        let text = msg(decode_gray(short, path));
+        assert!(
+            text.contains("bad.png") && text.contains("truncated"),
+            "{text}"
+        );
+        assert!(!text.contains("fill whole buffer"), "{text}");
         let missing = load_gray(Path::new("/nonexistent/surfcl/img.png"));
         assert!(
             missing

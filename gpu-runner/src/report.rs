@@ -1,18 +1,20 @@
-//! The JSON reports of `surfcl detect`, `match` and `eval` (the contract of
-//! `docs/DESIGN.md`, "CLI contract").
+//! The JSON reports of `surfcl detect`, `match` and `eval`. The formats (and those of `stream`
+//! and `bench`, built in their modules) are documented for users in `docs/JSON.md`; keep the two
+//! in step.
 //!
-//! - `detect`: `{"width", "height", "detector", "backend", "device", "keypoints": [{"x", "y",
-//!   "scale", "orientation", "response", "laplacian"}], "descriptors": [[64 x f32], ...],
-//!   "dropped", "timings_ms": {stage: ms}}`. Timings keep the execution order of the stages.
-//! - `match`: `{"keypoints1", "keypoints2", "matches": [{"query", "train", "distance"}],
-//!   "correct", "precision"}`. `keypoints1`/`keypoints2` are the *arrays* of keypoints of the two
-//!   images (same objects as in `detect`), so that `query`/`train` indices can be resolved to
-//!   positions without a second run; `correct` and `precision` are present only with
-//!   `--homography`. Extra keys: `detector`, `backend`, `device`, `descriptor`.
+//! - `detect`: `{"width", "height", "detector", "backend", "device", "params", "keypoints":
+//!   [{"x", "y", "scale", "orientation", "response", "laplacian"}], "descriptors": [[64 x f32],
+//!   ...], "dropped", "timings_ms": {stage: ms}}`. Timings keep the execution order of the stages.
+//! - `match`: `{"detector", "backend", "device", "descriptor", "params", "keypoints1",
+//!   "keypoints2", "matches": [{"query", "train", "distance"}], "correct", "precision"}`.
+//!   `keypoints1`/`keypoints2` are the *arrays* of keypoints of the two images (same objects as in
+//!   `detect`), so that `query`/`train` indices can be resolved to positions without a second
+//!   run; `correct` and `precision` are present only with `--homography`.
 //! - `eval`: `{"dir", "detector", "backend", "device", "threshold", "threshold_relative",
-//!   "pairs": [{"pair",
-//!   "keypoints1", "keypoints2", "matches", "correct", "precision", "repeatability"}]}` with
-//!   counts (not arrays).
+//!   "params", "pairs": [{"pair", "keypoints1", "keypoints2", "matches", "correct", "precision",
+//!   "repeatability"}]}` with counts (not arrays).
+//! - `params` ([`ParamsJson`]): the detection (and matching) parameters in effect, defaults
+//!   included, so that a report says how it was made.
 //!
 //! Every struct also implements `Deserialize`, so tests and tools can read the reports back.
 
@@ -21,7 +23,119 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use surfcl_core::Keypoint;
 use surfcl_core::matcher::Match;
 
-use crate::backend::{Features, StageTiming};
+use surfcl_core::harris::HarrisThreshold;
+use surfcl_core::matcher::MatchConfig;
+use surfcl_core::surf::Precision;
+
+use crate::backend::{DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
+
+/// SURF parameters of [`ParamsJson`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SurfParamsJson {
+    /// Octaves.
+    pub octaves: u8,
+    /// Sample step of the first octave.
+    pub sample_step: u8,
+    /// Response storage: `"f32"` or `"u8"`.
+    pub precision: String,
+    /// Upright (no orientation).
+    pub upright: bool,
+}
+
+/// Harris parameters of [`ParamsJson`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HarrisParamsJson {
+    /// The `k` of `R = det - k trace^2`.
+    pub k: f32,
+    /// Side of the summation window, pixels.
+    pub window: usize,
+    /// Scale at which the descriptors are computed.
+    pub descriptor_scale: f32,
+    /// Sub-pixel refinement.
+    pub subpixel: bool,
+}
+
+/// Matcher parameters of [`ParamsJson`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatchParamsJson {
+    /// Descriptors compared: `"f32"` or `"q7"`.
+    pub descriptor: String,
+    /// Ratio test: nearest < ratio * second nearest.
+    pub ratio: f32,
+    /// Mutual nearest neighbours only.
+    pub cross_check: bool,
+    /// Equal signs of the Laplacian required.
+    pub sign_test: bool,
+    /// Largest accepted descriptor distance, if any.
+    pub max_distance: Option<f32>,
+}
+
+/// The parameters of a run, `"params"` in every JSON report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParamsJson {
+    /// `"surf"` or `"harris"`.
+    pub detector: String,
+    /// The detector threshold in effect.
+    pub threshold: f32,
+    /// Whether `threshold` is a fraction of the image's largest response (Harris' default).
+    pub threshold_relative: bool,
+    /// Keypoint capacity (the strongest are kept).
+    pub max_keypoints: usize,
+    /// SURF parameters (SURF only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surf: Option<SurfParamsJson>,
+    /// Harris parameters (Harris only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harris: Option<HarrisParamsJson>,
+    /// Matcher parameters (commands that match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<MatchParamsJson>,
+}
+
+impl ParamsJson {
+    /// The record of `params` (and of `matching` with its descriptor kind, when the command
+    /// matches).
+    pub fn new(params: &DetectParams, matching: Option<(&MatchConfig, DescriptorKind)>) -> Self {
+        let (threshold, threshold_relative) = match params.detector {
+            DetectorKind::Surf => (params.surf.threshold, false),
+            DetectorKind::Harris => match params.harris.threshold {
+                HarrisThreshold::Absolute(t) => (t, false),
+                HarrisThreshold::Relative(f) => (f, true),
+            },
+        };
+        let surf = (params.detector == DetectorKind::Surf).then(|| SurfParamsJson {
+            octaves: params.surf.octaves,
+            sample_step: params.surf.init_sample_step,
+            precision: match params.surf.precision {
+                Precision::F32 => "f32",
+                Precision::Packed8 => "u8",
+            }
+            .into(),
+            upright: params.surf.upright,
+        });
+        let harris = (params.detector == DetectorKind::Harris).then_some(HarrisParamsJson {
+            k: params.harris.k,
+            window: params.harris.window,
+            descriptor_scale: params.harris.descriptor_scale,
+            subpixel: params.harris.subpixel,
+        });
+        Self {
+            detector: params.detector.name().into(),
+            threshold,
+            threshold_relative,
+            max_keypoints: params.max_keypoints,
+            surf,
+            harris,
+            matching: matching.map(|(c, descriptor)| MatchParamsJson {
+                descriptor: descriptor.name().into(),
+                ratio: c.ratio,
+                cross_check: c.cross_check,
+                sign_test: c.sign_test,
+                max_distance: c.max_distance,
+            }),
+        }
+    }
+}
 
 /// A keypoint as written in the JSON (the internal sample position fields are left out).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -92,6 +206,8 @@ pub struct DetectReport {
     pub backend: String,
     /// The device description.
     pub device: String,
+    /// The parameters used.
+    pub params: ParamsJson,
     /// Keypoints, strongest first.
     pub keypoints: Vec<KeypointJson>,
     /// One 64-float unit-length descriptor per keypoint.
@@ -103,14 +219,15 @@ pub struct DetectReport {
 }
 
 impl DetectReport {
-    /// Builds the report of one detection.
-    pub fn new(features: &Features, detector: &str, backend: &str, device: &str) -> Self {
+    /// Builds the report of one detection with `params`.
+    pub fn new(features: &Features, params: &DetectParams, backend: &str, device: &str) -> Self {
         Self {
             width: features.width,
             height: features.height,
-            detector: detector.to_owned(),
+            detector: params.detector.name().to_owned(),
             backend: backend.to_owned(),
             device: device.to_owned(),
+            params: ParamsJson::new(params, None),
             keypoints: features.keypoints.iter().map(KeypointJson::from).collect(),
             descriptors: features.descriptors.iter().map(|d| d.to_vec()).collect(),
             dropped: features.dropped,
@@ -142,6 +259,8 @@ pub struct MatchReport {
     pub device: String,
     /// `"f32"` or `"q7"`.
     pub descriptor: String,
+    /// The parameters used (detection and matching).
+    pub params: ParamsJson,
     /// Keypoints of the first image.
     pub keypoints1: Vec<KeypointJson>,
     /// Keypoints of the second image.
@@ -203,6 +322,8 @@ pub struct EvalReport {
     /// Whether `threshold` is a fraction of the largest response (Harris' default) rather than
     /// an absolute value.
     pub threshold_relative: bool,
+    /// The parameters used (detection and matching).
+    pub params: ParamsJson,
     /// One row per pair 1-2 .. 1-N.
     pub pairs: Vec<EvalPair>,
 }
@@ -243,7 +364,14 @@ mod tests {
                 },
             ],
         };
-        let report = DetectReport::new(&features, "surf", "cpu", "test");
+        let params = DetectParams {
+            detector: DetectorKind::Surf,
+            surf: surfcl_core::surf::SurfConfig::default(),
+            harris: surfcl_core::harris::HarrisConfig::default(),
+            max_keypoints: 123,
+            descriptor: DescriptorKind::F32,
+        };
+        let report = DetectReport::new(&features, &params, "cpu", "test");
         let text = serde_json::to_string(&report).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         for key in [
@@ -256,12 +384,20 @@ mod tests {
             "descriptors",
             "dropped",
             "timings_ms",
+            "params",
         ] {
             assert!(value.get(key).is_some(), "missing {key}");
         }
         assert_eq!(value["keypoints"][0]["laplacian"], -1);
         assert_eq!(value["descriptors"][0].as_array().unwrap().len(), 64);
         assert_eq!(value["dropped"], 7);
+        assert_eq!(value["params"]["max_keypoints"], 123);
+        assert_eq!(value["params"]["surf"]["octaves"], 4);
+        // serde_json writes the shortest text that reads back as the same f32.
+        assert_eq!(value["params"]["threshold"].as_f64(), Some(0.0004));
+        assert!(
+            value["params"].get("harris").is_none() && value["params"].get("matching").is_none()
+        );
         assert!(text.find("\"integral\"").unwrap() < text.find("\"detect\"").unwrap());
         let back: DetectReport = serde_json::from_str(&text).unwrap();
         assert_eq!(back.keypoints, report.keypoints);
@@ -274,6 +410,16 @@ mod tests {
             backend: "cpu".into(),
             device: "x".into(),
             descriptor: "f32".into(),
+            params: ParamsJson::new(
+                &DetectParams {
+                    detector: DetectorKind::Harris,
+                    surf: surfcl_core::surf::SurfConfig::default(),
+                    harris: surfcl_core::harris::HarrisConfig::default(),
+                    max_keypoints: 10,
+                    descriptor: DescriptorKind::Q7,
+                },
+                Some((&MatchConfig::default(), DescriptorKind::Q7)),
+            ),
             keypoints1: vec![],
             keypoints2: vec![],
             matches: vec![],
@@ -282,6 +428,11 @@ mod tests {
         };
         let v = serde_json::to_value(&report).unwrap();
         assert!(v.get("correct").is_none() && v.get("precision").is_none());
+        assert_eq!(v["params"]["detector"], "harris");
+        assert_eq!(v["params"]["threshold_relative"], true);
+        assert_eq!(v["params"]["matching"]["descriptor"], "q7");
+        assert_eq!(v["params"]["matching"]["cross_check"], false);
+        assert!(v["params"]["harris"]["window"].is_u64());
         report.correct = Some(3);
         report.precision = Some(0.5);
         let v = serde_json::to_value(&report).unwrap();

@@ -248,6 +248,10 @@ impl std::str::FromStr for ImageSize {
     }
 }
 
+/// Largest `bench --frames`: per-frame timings are kept in memory, and 100000 frames of the
+/// largest size take hours already.
+pub const MAX_BENCH_FRAMES: u64 = 100_000;
+
 /// The arguments of `surfcl bench`, handed to [`crate::bench::run`].
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -258,8 +262,9 @@ pub struct BenchArgs {
         default_value = "640x480,1280x960,1920x1080"
     )]
     pub sizes: Vec<ImageSize>,
-    /// Frames per size (after one warm-up frame).
-    #[arg(long, default_value_t = 20)]
+    /// Frames per size (after one warm-up frame), 1..=100000.
+    #[arg(long, default_value_t = 20,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_BENCH_FRAMES))]
     pub frames: usize,
     /// Write the results as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]

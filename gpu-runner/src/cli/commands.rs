@@ -1,18 +1,18 @@
 //! `surfcl devices`, `surfcl detect` and `surfcl match`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use super::args::{DetectOptions, JsonTarget, MatchOptions};
+use super::args::{DetectOptions, MatchOptions};
 use super::eval::correct_flags;
+use super::output::{Human, JsonOutput, OutputFile, WrittenFile, persist_all, stdout_line};
 use crate::backend::{DescriptorKind, Features, open_backend};
 use crate::draw::{self, MatchLine};
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
-use crate::report::{DetectReport, KeypointJson, MatchReport, matches_json, ratio};
+use crate::report::{DetectReport, KeypointJson, MatchReport, ParamsJson, matches_json, ratio};
 
 /// `surfcl detect`.
 #[derive(Debug, Clone, Args)]
@@ -25,7 +25,8 @@ pub struct DetectArgs {
     /// Write the keypoints and descriptors as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write the image with the keypoints drawn on it to FILE.png.
+    /// Write the image with the keypoints drawn on it to FILE (.png, .jpg/.jpeg or .ppm; the
+    /// extension picks the format).
     #[arg(long, value_name = "FILE.png")]
     pub draw: Option<PathBuf>,
 }
@@ -50,48 +51,38 @@ pub struct MatchArgs {
     /// Write keypoints and matches as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write both images side by side with the match lines to FILE.png.
+    /// Write both images side by side with the match lines to FILE (.png, .jpg/.jpeg or .ppm).
+    /// At most 200 matches are drawn (evenly chosen, the same every run): see `--draw-all`.
     #[arg(long, value_name = "FILE.png")]
     pub draw: Option<PathBuf>,
+    /// With `--draw`: draw every match instead of at most 200.
+    #[arg(long, requires = "draw")]
+    pub draw_all: bool,
 }
 
-/// Where human-readable output goes: stdout, unless stdout carries the JSON.
-pub(crate) struct Human {
-    to_stderr: bool,
+/// A `--draw FILE` output, checked before the work: the picture format follows the extension.
+pub(crate) struct DrawOutput {
+    file: OutputFile,
+    format: image::ImageFormat,
 }
 
-impl Human {
-    pub(crate) fn new(json: Option<&JsonTarget>) -> Self {
-        Self {
-            to_stderr: matches!(json, Some(JsonTarget::Stdout)),
-        }
+impl DrawOutput {
+    /// Checks the extension and the path, and reserves the file ([`OutputFile::prepare`]).
+    pub(crate) fn prepare(path: Option<&Path>) -> Result<Option<Self>, Error> {
+        path.map(|p| {
+            let format = draw::picture_format(p)?;
+            Ok(Self {
+                file: OutputFile::prepare(p)?,
+                format,
+            })
+        })
+        .transpose()
     }
-    pub(crate) fn line(&self, text: &str) {
-        // A closed pipe (`surfcl ... | head`) is not worth an error: ignore write failures.
-        if self.to_stderr {
-            let _ = writeln!(std::io::stderr(), "{text}");
-        } else {
-            let _ = writeln!(std::io::stdout(), "{text}");
-        }
-    }
-}
 
-/// Writes a serialisable report to its target.
-pub(crate) fn write_json<T: serde::Serialize>(target: &JsonTarget, value: &T) -> Result<(), Error> {
-    match target {
-        JsonTarget::Stdout => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer(&mut out, value)?;
-            writeln!(out).map_err(|e| Error::io("<stdout>", e))?;
-            out.flush().map_err(|e| Error::io("<stdout>", e))
-        }
-        JsonTarget::File(path) => {
-            let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-            let mut writer = std::io::BufWriter::new(file);
-            serde_json::to_writer(&mut writer, value)?;
-            writeln!(writer).map_err(|e| Error::io(path, e))?;
-            writer.flush().map_err(|e| Error::io(path, e))
-        }
+    /// Encodes and writes the picture (not yet under its name: see [`WrittenFile::persist`]).
+    pub(crate) fn write(self, picture: &image::RgbImage) -> Result<WrittenFile, Error> {
+        let bytes = draw::encode(picture, self.format, self.file.path())?;
+        self.file.write(&bytes)
     }
 }
 
@@ -101,37 +92,40 @@ pub(crate) fn total_ms(features: &Features) -> f64 {
 }
 
 /// Prints the per-stage table of `--profile`.
-pub(crate) fn print_profile(human: &Human, label: &str, features: &Features) {
-    human.line(&format!("{label}: stage timings"));
+pub(crate) fn print_profile(human: &Human, label: &str, features: &Features) -> Result<(), Error> {
+    human.line(&format!("{label}: stage timings"))?;
     for t in &features.timings {
-        human.line(&format!("  {:<24} {:>10.3} ms", t.name, t.ms));
+        human.line(&format!("  {:<24} {:>10.3} ms", t.name, t.ms))?;
     }
     human.line(&format!(
         "  {:<24} {:>10.3} ms",
         "total",
         total_ms(features)
-    ));
+    ))
 }
 
 /// `surfcl devices`.
 pub(crate) fn devices() -> Result<ExitCode, Error> {
     match crate::opencl::list_devices() {
         Ok(list) if list.is_empty() => {
-            println!("no OpenCL device found (the CPU backend, --backend cpu, always works)");
+            stdout_line("no OpenCL device found (the CPU backend, --backend cpu, always works)")?;
         }
         Ok(list) => {
-            println!("{:>5}  {:<12} {:<30} platform", "index", "type", "device");
+            stdout_line(&format!(
+                "{:>5}  {:<12} {:<30} platform",
+                "index", "type", "device"
+            ))?;
             for d in &list {
-                println!(
+                stdout_line(&format!(
                     "{:>5}  {:<12} {:<30} {}",
                     d.index, d.kind, d.name, d.platform
-                );
+                ))?;
             }
         }
         Err(e) => {
             // Not an error of the tool: the machine has no OpenCL. Say so and how to fix it.
-            println!("no OpenCL device: {e}");
-            println!("the CPU backend (--backend cpu) always works");
+            stdout_line(&format!("no OpenCL device: {e}"))?;
+            stdout_line("the CPU backend (--backend cpu) always works")?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -143,9 +137,11 @@ fn file_name(path: &Path) -> String {
 
 /// `surfcl detect`.
 pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
-    let json = JsonTarget::from_arg(&args.json);
-    let human = Human::new(json.as_ref());
     let params = args.detect.params(DescriptorKind::F32)?;
+    // Outputs are checked (and reserved) before any work.
+    let json = JsonOutput::prepare(args.json.as_deref())?;
+    let picture = DrawOutput::prepare(args.draw.as_deref())?;
+    let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     let gray = load_gray(&args.image)?;
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let features = backend.detect(&gray.view()?, &params)?;
@@ -160,32 +156,30 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
         backend.name(),
         backend.device(),
         total_ms(&features)
-    ));
+    ))?;
     if args.detect.profile {
-        print_profile(&human, &file_name(&args.image), &features);
+        print_profile(&human, &file_name(&args.image), &features)?;
     }
-    if let Some(path) = &args.draw {
-        draw::save_png(&draw::keypoint_picture(&gray, &features.keypoints), path)?;
+    let mut written = Vec::new();
+    if let Some(out) = picture {
+        written.push(out.write(&draw::keypoint_picture(&gray, &features.keypoints))?);
     }
-    if let Some(target) = &json {
-        let report = DetectReport::new(
-            &features,
-            params.detector.name(),
-            backend.name(),
-            &backend.device(),
-        );
-        write_json(target, &report)?;
+    if let Some(out) = json {
+        let report = DetectReport::new(&features, &params, backend.name(), &backend.device());
+        written.extend(out.write(&report, false)?);
     }
+    persist_all(written)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `surfcl match`.
 pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
-    let json = JsonTarget::from_arg(&args.json);
-    let human = Human::new(json.as_ref());
     let descriptor = args.matching.descriptor_kind();
     let params = args.detect.params(descriptor)?;
     let config = args.matching.config()?;
+    let json = JsonOutput::prepare(args.json.as_deref())?;
+    let picture = DrawOutput::prepare(args.draw.as_deref())?;
+    let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     // Read every input before the (possibly slow) work, so that a bad file fails fast.
     let gray1 = load_gray(&args.image1)?;
     let gray2 = load_gray(&args.image2)?;
@@ -215,20 +209,21 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
         match_ms,
         backend.name(),
         backend.device()
-    ));
+    ))?;
     if let Some(c) = correct {
         human.line(&format!(
             "correct: {c} / {} (precision {:.3})",
             matches.len(),
             ratio(c, matches.len())
-        ));
+        ))?;
     }
     if args.detect.profile {
-        print_profile(&human, &file_name(&args.image1), &f1);
-        print_profile(&human, &file_name(&args.image2), &f2);
-        human.line(&format!("  {:<24} {:>10.3} ms", "match", match_ms));
+        print_profile(&human, &file_name(&args.image1), &f1)?;
+        print_profile(&human, &file_name(&args.image2), &f2)?;
+        human.line(&format!("  {:<24} {:>10.3} ms", "match", match_ms))?;
     }
-    if let Some(path) = &args.draw {
+    let mut written = Vec::new();
+    if let Some(out) = picture {
         let lines: Vec<MatchLine> = matches
             .iter()
             .enumerate()
@@ -239,24 +234,32 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
                     from: (a.x, a.y),
                     to: (b.x, b.y),
                     correct: flags.as_ref().and_then(|f| f.get(i).copied()),
+                    distance: m.distance,
                 })
             })
             .collect();
-        draw::save_png(&draw::match_picture(&gray1, &gray2, &lines), path)?;
+        let limit = if args.draw_all {
+            usize::MAX
+        } else {
+            draw::DEFAULT_MATCH_LINES
+        };
+        written.push(out.write(&draw::match_picture(&gray1, &gray2, &lines, limit))?);
     }
-    if let Some(target) = &json {
+    if let Some(out) = json {
         let report = MatchReport {
             detector: params.detector.name().into(),
             backend: backend.name().into(),
             device: backend.device(),
             descriptor: descriptor.name().into(),
+            params: ParamsJson::new(&params, Some((&config, descriptor))),
             keypoints1: f1.keypoints.iter().map(KeypointJson::from).collect(),
             keypoints2: f2.keypoints.iter().map(KeypointJson::from).collect(),
             matches: matches_json(&matches),
             correct,
             precision: correct.map(|c| ratio(c, matches.len())),
         };
-        write_json(target, &report)?;
+        written.extend(out.write(&report, false)?);
     }
+    persist_all(written)?;
     Ok(ExitCode::SUCCESS)
 }

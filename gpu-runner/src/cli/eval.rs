@@ -14,12 +14,12 @@ use surfcl_core::Keypoint;
 use surfcl_core::homography::{Homography, is_correct, repeatability};
 use surfcl_core::matcher::Match;
 
-use super::args::{DetectOptions, JsonTarget, MatchOptions};
-use super::commands::{Human, write_json};
+use super::args::{DetectOptions, MatchOptions};
+use super::output::{Human, JsonOutput, persist_all};
 use crate::backend::{Features, open_backend};
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
-use crate::report::{EvalPair, EvalReport, ratio};
+use crate::report::{EvalPair, EvalReport, ParamsJson, ratio};
 
 /// Image extensions looked for, in this order of preference.
 const EXTENSIONS: [&str; 6] = ["pgm", "png", "ppm", "jpg", "jpeg", "pnm"];
@@ -111,11 +111,11 @@ pub fn correct_flags(
 
 /// `surfcl eval`.
 pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
-    let json = JsonTarget::from_arg(&args.json);
-    let human = Human::new(json.as_ref());
     let descriptor = args.matching.descriptor_kind();
     let params = args.detect.params(descriptor)?;
     let config = args.matching.config()?;
+    let json = JsonOutput::prepare(args.json.as_deref())?;
+    let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     let (images, h_paths) = find_oxford_sequence(&args.dir)?;
     let homographies = h_paths
         .iter()
@@ -185,18 +185,18 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
         } else {
             ""
         }
-    ));
+    ))?;
     human.line(&format!(
         "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9} {:>13}",
         "pair", "kp1", "kp2", "matches", "correct", "precision", "repeatability"
-    ));
+    ))?;
     for p in &pairs {
         human.line(&format!(
             "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9.3} {:>13.3}",
             p.pair, p.keypoints1, p.keypoints2, p.matches, p.correct, p.precision, p.repeatability
-        ));
+        ))?;
     }
-    if let Some(target) = &json {
+    if let Some(out) = json {
         let report = EvalReport {
             dir: args.dir.display().to_string(),
             detector: params.detector.name().into(),
@@ -204,9 +204,10 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
             device: backend.device(),
             threshold,
             threshold_relative,
+            params: ParamsJson::new(&params, Some((&config, descriptor))),
             pairs,
         };
-        write_json(target, &report)?;
+        persist_all(out.write(&report, false)?)?;
     }
     Ok(ExitCode::SUCCESS)
 }

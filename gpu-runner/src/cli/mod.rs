@@ -12,11 +12,18 @@
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as `error: ...` on stderr), 2 on a
 //! usage error (clap's message). With `--json -` the JSON is the only thing on stdout; the human
-//! summary then goes to stderr.
+//! summary then goes to stderr. A closed standard output (`surfcl ... | head -1`) ends the
+//! command quietly with status 0.
+//!
+//! Inputs must be regular files (a FIFO or a device is refused before it is opened). Output
+//! paths (`--json FILE`, `--draw FILE`) are checked before the work, and the files are written
+//! under a temporary name and renamed only when the whole run succeeded: a failed run leaves no
+//! output behind (see `output`).
 
 mod args;
 mod commands;
 mod eval;
+pub(crate) mod output;
 mod stream;
 
 use std::ffi::OsString;
@@ -56,7 +63,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Time the pipeline on synthetic frames.
     Bench(BenchArgs),
-    /// Detect, describe and match a sequence of frames, each against the previous one (OpenCL).
+    /// Detect, describe and match a sequence of frames, each against the previous one (OpenCL,
+    /// or the CPU with `--backend cpu`).
     Stream(StreamArgs),
 }
 
@@ -78,8 +86,10 @@ where
     };
     match run(cli) {
         Ok(code) => code,
+        // The reader of our standard output is gone: nothing left to say, and nobody to say it to.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", error_chain(&e));
+            output::stderr_line(&format!("error: {}", error_chain(&e)));
             ExitCode::from(match e {
                 Error::InvalidArgument(_) => EXIT_USAGE,
                 _ => EXIT_ERROR,

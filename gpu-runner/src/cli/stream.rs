@@ -1,22 +1,32 @@
 //! `surfcl stream DIR|FRAMES... [--max-size WxH] [--json FILE|-] [detect/match options]`:
-//! SURF or Harris (`--detector`) on a sequence of frames with the OpenCL [`StreamPipeline`],
-//! each frame matched against the previous good one on the device. One line (and one JSON object) per frame; a frame that
-//! cannot be read or processed (unreadable, larger than the pipeline) is reported and skipped,
-//! and the stream goes on.
+//! SURF or Harris (`--detector`) on a sequence of frames, each frame matched against the previous
+//! good one (query: this frame, train: the previous good frame; f32 descriptors). One line (and
+//! one JSON object) per frame; a frame that cannot be read or processed (unreadable, not a
+//! regular file, larger than the stream's maximum size) is reported and skipped, and the stream
+//! goes on.
+//!
+//! Backends (`--backend`): `opencl` runs the [`StreamPipeline`] (the next frame is uploaded and
+//! its kernels queued while the host finishes the current one); `cpu` runs the CPU reference
+//! backend frame by frame, with the same rows and JSON; `auto` takes OpenCL when a device exists
+//! and falls back to the CPU (with a note on stderr) when there is none.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::args::{DetectOptions, ImageSize, JsonTarget, MatchOptions};
+use super::args::{DetectOptions, ImageSize, MatchOptions};
+use super::output::{Human, JsonOutput, persist_all, stderr_line};
 use surfcl_core::GrayImage;
+use surfcl_core::matcher::{Match, MatchConfig};
 
-use crate::backend::DescriptorKind;
+use crate::backend::{BackendChoice, DescriptorKind, DetectParams, Features, open_backend};
 use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
-use crate::opencl::{OpenClError, StreamDetector, StreamFrame, StreamInput, StreamPipeline};
+use crate::opencl::{OpenClError, StreamDetector, StreamInput, StreamPipeline};
+use crate::report::ParamsJson;
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]
@@ -28,7 +38,7 @@ pub struct StreamArgs {
     /// skipped.
     #[arg(long, value_name = "WxH")]
     pub max_size: Option<ImageSize>,
-    /// Detection options (SURF or Harris; the OpenCL device).
+    /// Detection options (SURF or Harris; the backend and OpenCL device).
     #[command(flatten)]
     pub detect: DetectOptions,
     /// Matching options (f32 descriptors).
@@ -39,7 +49,9 @@ pub struct StreamArgs {
     pub json: Option<PathBuf>,
 }
 
-/// The frame files: a single directory expands to its image files sorted by name.
+/// The frame files: a single directory expands to its image files sorted by name. Entries are
+/// chosen by name only; a FIFO or a directory named `*.png` is listed, then refused by the
+/// loader (before it is opened) and reported as a skipped frame.
 fn frame_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     if let [dir] = inputs
         && dir.is_dir()
@@ -71,126 +83,243 @@ impl StreamInput for OwnedGray {
     }
 }
 
-/// One line and one JSON object for a processed or skipped frame.
-fn frame_row(
-    index: usize,
-    path: &Path,
-    result: Result<StreamFrame, OpenClError>,
-    previous_input: Option<usize>,
-) -> (String, Value, bool) {
-    match result {
-        Ok(f) => {
-            let prev = previous_input.map_or("-".to_string(), |p| format!("frame {p}"));
-            let line = format!(
-                "frame {index} {}: {} keypoints, {} matches to {prev}, {:.3} ms",
-                name(path),
-                f.keypoints.len(),
-                f.matches.len(),
-                f.latency_ms
-            );
-            let row = json!({
-                "index": index,
-                "path": name(path),
-                "keypoints": f.keypoints.iter().map(|k| json!([k.x, k.y, k.scale, k.orientation, k.response, k.laplacian])).collect::<Vec<_>>(),
-                "previous": previous_input,
-                "matches": f.matches.iter().map(|m| json!([m.query, m.train, m.distance])).collect::<Vec<_>>(),
-                "latency_ms": f.latency_ms,
-            });
-            (line, row, true)
-        }
-        Err(e) => (
-            format!("frame {index} {}: skipped: {e}", name(path)),
-            json!({"index": index, "path": name(path), "error": e.to_string()}),
-            false,
-        ),
+/// One processed frame, whichever backend ran it.
+struct Processed<'a> {
+    keypoints: &'a [surfcl_core::Keypoint],
+    matches: &'a [Match],
+    /// Input index of the frame matched against.
+    previous: Option<usize>,
+    latency_ms: f64,
+}
+
+/// The line and JSON row of a processed frame.
+fn good_row(index: usize, path: &Path, f: &Processed<'_>) -> (String, Value) {
+    let prev = f.previous.map_or("-".to_string(), |p| format!("frame {p}"));
+    let line = format!(
+        "frame {index} {}: {} keypoints, {} matches to {prev}, {:.3} ms",
+        name(path),
+        f.keypoints.len(),
+        f.matches.len(),
+        f.latency_ms
+    );
+    let row = json!({
+        "index": index,
+        "path": name(path),
+        "keypoints": f.keypoints.iter().map(|k| json!([k.x, k.y, k.scale, k.orientation, k.response, k.laplacian])).collect::<Vec<_>>(),
+        "previous": f.previous,
+        "matches": f.matches.iter().map(|m| json!([m.query, m.train, m.distance])).collect::<Vec<_>>(),
+        "latency_ms": f.latency_ms,
+    });
+    (line, row)
+}
+
+/// The line and JSON row of a skipped frame.
+fn skipped_row(index: usize, path: &Path, error: &str) -> (String, Value) {
+    (
+        format!("frame {index} {}: skipped: {error}", name(path)),
+        json!({"index": index, "path": name(path), "error": error}),
+    )
+}
+
+/// Collects the rows and prints the lines of a stream.
+struct Rows {
+    human: Human,
+    rows: Vec<Value>,
+    good: usize,
+}
+
+impl Rows {
+    fn push(&mut self, (line, row): (String, Value), good: bool) -> Result<(), Error> {
+        self.good += usize::from(good);
+        self.rows.push(row);
+        self.human.line(&line)
     }
 }
 
-/// Runs `surfcl stream`: frames are read one ahead of the device (the read and upload of frame
-/// `k + 1` overlap the kernels of frame `k`).
+/// Runs `surfcl stream`.
 pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
     let params = args.detect.params(DescriptorKind::F32)?;
     let matching = args.matching.config()?;
-    let json = JsonTarget::from_arg(&args.json);
-    // With JSON on stdout the per-frame lines go to stderr.
-    let say = |line: String| {
-        if matches!(json, Some(JsonTarget::Stdout)) {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
-        }
-    };
+    let json = JsonOutput::prepare(args.json.as_deref())?;
     let paths = frame_paths(&args.inputs)?;
     if paths.is_empty() {
         return Err(Error::InvalidArgument("no frames given".into()));
     }
-    let mut rows: Vec<Value> = Vec::with_capacity(paths.len());
-    let mut good = 0usize;
+    let mut rows = Rows {
+        human: Human::new(JsonOutput::is_stdout(json.as_ref())),
+        rows: Vec::with_capacity(paths.len()),
+        good: 0,
+    };
+    let (backend, device) = match args.detect.backend_choice() {
+        BackendChoice::Cpu => (
+            "cpu",
+            stream_cpu(args, &params, &matching, &paths, &mut rows)?,
+        ),
+        choice => match stream_opencl(args, &params, &matching, &paths, &mut rows) {
+            Err(Error::OpenCl(e)) if choice == BackendChoice::Auto && no_opencl(&e, args) => {
+                stderr_line(&format!("note: {e}; using the CPU backend"));
+                (
+                    "cpu",
+                    stream_cpu(args, &params, &matching, &paths, &mut rows)?,
+                )
+            }
+            other => ("opencl", other?),
+        },
+    };
+    if let Some(out) = json {
+        let report = json!({
+            "backend": backend,
+            "device": device,
+            "detector": params.detector.name(),
+            "params": ParamsJson::new(&params, Some((&matching, DescriptorKind::F32))),
+            "frames": rows.rows,
+        });
+        persist_all(out.write(&report, true)?)?;
+    }
+    if rows.good == 0 {
+        return Err(Error::InvalidArgument("no frame could be processed".into()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether an OpenCL error only means that there is no OpenCL to use (what `--backend auto`
+/// falls back on): no platform, or no device while none in particular was asked for.
+fn no_opencl(e: &OpenClError, args: &StreamArgs) -> bool {
+    let any_device = args
+        .detect
+        .device
+        .as_deref()
+        .is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
+    matches!(e, OpenClError::NoPlatform)
+        || (matches!(e, OpenClError::NoDevice { .. }) && any_device)
+}
+
+/// The frame size limit: `--max-size`, or the first readable frame's size.
+fn max_size(args: &StreamArgs, first: &OwnedGray) -> (usize, usize) {
+    args.max_size
+        .map_or((first.width, first.height), |s| (s.width, s.height))
+}
+
+/// The stream on the CPU backend, frame by frame. Returns the device description.
+fn stream_cpu(
+    args: &StreamArgs,
+    params: &DetectParams,
+    matching: &MatchConfig,
+    paths: &[PathBuf],
+    rows: &mut Rows,
+) -> Result<Option<String>, Error> {
+    let mut backend = open_backend(BackendChoice::Cpu, None)?;
+    let mut limit = None;
+    let mut previous: Option<(usize, Features)> = None;
+    for (index, path) in paths.iter().enumerate() {
+        let frame = load_gray(path).and_then(|gray| {
+            let (max_w, max_h) = *limit.get_or_insert_with(|| max_size(args, &gray));
+            if gray.width > max_w || gray.height > max_h {
+                return Err(Error::InvalidArgument(format!(
+                    "image {}x{} exceeds the stream's maximum {max_w}x{max_h}",
+                    gray.width, gray.height
+                )));
+            }
+            let start = Instant::now();
+            let features = backend.detect(&gray.view()?, params)?;
+            let matches = match &previous {
+                Some((_, prev)) => {
+                    backend.match_features(&features, prev, matching, DescriptorKind::F32)?
+                }
+                None => Vec::new(),
+            };
+            Ok((features, matches, start.elapsed().as_secs_f64() * 1e3))
+        });
+        match frame {
+            Ok((features, matches, latency_ms)) => {
+                let row = good_row(
+                    index,
+                    path,
+                    &Processed {
+                        keypoints: &features.keypoints,
+                        matches: &matches,
+                        previous: previous.as_ref().map(|(p, _)| *p),
+                        latency_ms,
+                    },
+                );
+                rows.push(row, true)?;
+                previous = Some((index, features));
+            }
+            Err(e) => rows.push(skipped_row(index, path, &e.to_string()), false)?,
+        }
+    }
+    Ok(Some(backend.device()))
+}
+
+/// The stream on OpenCL: frames are read one ahead of the device (the read and upload of frame
+/// `k + 1` overlap the kernels of frame `k`). Returns the device name.
+fn stream_opencl(
+    args: &StreamArgs,
+    params: &DetectParams,
+    matching: &MatchConfig,
+    paths: &[PathBuf],
+    rows: &mut Rows,
+) -> Result<Option<String>, Error> {
     // The stream is made for the size of the first readable frame (or --max-size); frames
     // before it that cannot be read are reported here.
     let mut first = None;
+    let mut skipped_before = Vec::new();
     for (index, path) in paths.iter().enumerate() {
         match load_gray(path) {
             Ok(g) => {
                 first = Some((index, g));
                 break;
             }
+            Err(e) => skipped_before.push(skipped_row(index, path, &e.to_string())),
+        }
+    }
+    let Some((offset, first_frame)) = first else {
+        for row in skipped_before {
+            rows.push(row, false)?;
+        }
+        return Ok(None);
+    };
+    let (max_width, max_height) = max_size(args, &first_frame);
+    let detector = StreamDetector::for_params(params, max_width, max_height);
+    // Opened before anything is printed, so that `auto` can still fall back to the CPU.
+    let mut stream =
+        StreamPipeline::open_detector(args.detect.device.as_deref(), detector, *matching)?;
+    for row in skipped_before {
+        rows.push(row, false)?;
+    }
+    let device = stream.device_name();
+    let rest = paths[offset + 1..].iter().map(|p| load_gray(p));
+    let frames = std::iter::once(Ok(first_frame)).chain(rest);
+    let mut failure: Option<Error> = None;
+    stream.run(frames, |k, result| {
+        let index = offset + k;
+        let Some(path) = paths.get(index) else {
+            failure = Some(Error::Internal(format!("frame {index} out of range")));
+            return false;
+        };
+        let pushed = match result {
+            Ok(f) => {
+                let processed = Processed {
+                    keypoints: &f.keypoints,
+                    matches: &f.matches,
+                    previous: f.previous.map(|p| offset + p),
+                    latency_ms: f.latency_ms,
+                };
+                rows.push(good_row(index, path, &processed), true)
+            }
+            Err(e) => rows.push(skipped_row(index, path, &e.to_string()), false),
+        };
+        match pushed {
+            Ok(()) => true,
+            // Standard output closed: stop the stream.
             Err(e) => {
-                say(format!("frame {index} {}: skipped: {e}", name(path)));
-                rows.push(json!({"index": index, "path": name(path), "error": e.to_string()}));
+                failure = Some(e);
+                false
             }
         }
+    });
+    if let Some(e) = failure {
+        return Err(e);
     }
-    let mut device = None;
-    if let Some((offset, first_frame)) = first {
-        let (max_width, max_height) = args
-            .max_size
-            .map_or((first_frame.width, first_frame.height), |s| {
-                (s.width, s.height)
-            });
-        let detector = StreamDetector::for_params(&params, max_width, max_height);
-        let mut stream =
-            StreamPipeline::open_detector(args.detect.device.as_deref(), detector, matching)?;
-        device = Some(stream.device_name());
-        let rest = paths[offset + 1..].iter().map(|p| load_gray(p));
-        let frames = std::iter::once(Ok(first_frame)).chain(rest);
-        let mut failures: Option<Error> = None;
-        stream.run(frames, |k, result| {
-            let index = offset + k;
-            let Some(path) = paths.get(index) else {
-                failures = Some(Error::InvalidArgument(format!(
-                    "frame {index} out of range"
-                )));
-                return false;
-            };
-            let previous = result
-                .as_ref()
-                .ok()
-                .and_then(|f| f.previous)
-                .map(|p| offset + p);
-            let (line, row, ok) = frame_row(index, path, result, previous);
-            good += usize::from(ok);
-            say(line);
-            rows.push(row);
-            true
-        });
-        if let Some(e) = failures {
-            return Err(e);
-        }
-    }
-    if let Some(target) = &json {
-        let text = serde_json::to_string_pretty(&json!({
-            "device": device,
-            "detector": format!("{:?}", params.detector).to_lowercase(),
-            "frames": rows,
-        }))?;
-        match target {
-            JsonTarget::Stdout => println!("{text}"),
-            JsonTarget::File(p) => std::fs::write(p, text).map_err(|e| Error::io(p, e))?,
-        }
-    }
-    if good == 0 {
-        return Err(Error::InvalidArgument("no frame could be processed".into()));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Some(device))
 }
