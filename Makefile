@@ -59,3 +59,59 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ci: test fmt-check clippy
+
+# ---- Cross builds: Jetson-class aarch64 boards and microcontrollers (docs/CROSS.md) -----------
+# Debian's Rust 1.96 (rustc-web) is used explicitly: rustup here cannot add targets or rust-src,
+# and -Zbuild-std needs library sources of exactly the compiler's version. scripts/install-cross.sh
+# installs it and the rest (arm64 multiarch, qemu) when missing.
+CROSS_CARGO := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo
+# Bare-metal targets build `core` from source (stable compiler, so the bootstrap switch).
+MCU_CARGO := RUSTC_BOOTSTRAP=1 $(CROSS_CARGO)
+CROSS_DIR := $(CURDIR)/target-cross
+MCU_TARGETS := thumbv7em-none-eabihf thumbv6m-none-eabi riscv32imc-unknown-none-elf
+LINUX_CROSS := aarch64-unknown-linux-gnu
+TARGET ?= thumbv7em-none-eabihf
+VARIANT ?= f32
+IMAGE ?= data/boat-qvga/img1.pgm
+FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT).elf
+
+.PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run cross-test
+
+deps-cross:
+	scripts/install-cross.sh
+
+# surfcl-core (through nostd-check, a no_std staticlib) and the example firmware for each
+# microcontroller target; `surfcl` and `surfcl-node` for aarch64 Linux.
+cross: cross-mcu cross-linux
+
+cross-mcu: deps-cross
+	@for t in $(MCU_TARGETS); do \
+		echo "== nostd-check and firmware for $$t"; \
+		$(MCU_CARGO) build --release --locked --manifest-path nostd-check/Cargo.toml \
+			--target $$t -Zbuild-std=core --target-dir $(CROSS_DIR) || exit 1; \
+		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=f32 || exit 1; \
+	done
+
+cross-linux: deps-cross
+	$(CROSS_CARGO) build --release --locked --target $(LINUX_CROSS) --target-dir $(CROSS_DIR) \
+		-p surfcl-gpu -p surfcl-ros --bins
+	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node
+
+# One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32]
+firmware: deps-cross
+	$(MCU_CARGO) build --release --locked --manifest-path embedded/Cargo.toml --target $(TARGET) \
+		-Zbuild-std=core --target-dir $(CROSS_DIR) $(if $(filter-out f32,$(VARIANT)),--features $(VARIANT))
+	@mkdir -p $(CROSS_DIR)/firmware
+	cp $(CROSS_DIR)/$(TARGET)/release/surfcl-firmware $(FIRMWARE_ELF)
+	@size -A $(FIRMWARE_ELF) | awk '/^\.(vector_table|text|rodata|data) / { flash += $$2 } \
+		END { printf "firmware %s: flash (vectors + .text + .rodata + .data) %d bytes\n", "$(TARGET)-$(VARIANT)", flash }'
+
+# Runs the firmware once under qemu: make firmware-run TARGET=... IMAGE=file.pgm [VARIANT=f32]
+firmware-run: firmware
+	scripts/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
+
+# Firmware under qemu on every MCU target and the aarch64 CLI under qemu-aarch64, each compared
+# with the x86 CPU backend on the same image.
+cross-test: cross
+	$(CARGO) build -p surfcl-gpu --bin surfcl
+	CROSS_DIR=$(CROSS_DIR) HOST_SURFCL=target/debug/surfcl IMAGE=$(IMAGE) scripts/cross-test.sh

@@ -44,6 +44,21 @@ pub struct Keypoint {
 }
 
 impl Keypoint {
+    /// An all-zero keypoint: the initial value of caller-owned keypoint storage (`static`
+    /// arrays on a microcontroller need a constant).
+    pub const ZERO: Keypoint = Keypoint {
+        x: 0.0,
+        y: 0.0,
+        scale: 0.0,
+        orientation: 0.0,
+        response: 0.0,
+        laplacian: 0,
+        octave: 0,
+        interval: 0,
+        sample_x: 0,
+        sample_y: 0,
+    };
+
     /// The total order used for "strongest first": larger response first, then lower octave,
     /// lower interval, lower sample row, lower sample column. `Ordering::Less` means `self` ranks
     /// before (is stronger than) `other`.

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs the cross builds against the x86 CPU backend on the same image (called by `make cross-test`
+# after `make cross`):
+#   - the example firmware under qemu for each microcontroller target (and variant): same
+#     keypoint count, x / y / scale within 1e-3 px of `surfcl detect --backend cpu`;
+#   - the aarch64 `surfcl` under qemu-aarch64: the same JSON report (keypoints and descriptors);
+#   - the comparison itself, on a deliberately corrupted firmware output: it must fail.
+# Environment: CROSS_DIR (build folder of `make cross`), HOST_SURFCL (the x86 binary),
+# IMAGE (default data/boat-qvga/img1.pgm), MCU_TARGETS, FIRMWARE_VARIANTS ("TARGET:VARIANT ...").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cross_dir=${CROSS_DIR:-target-cross}
+host=${HOST_SURFCL:-target/debug/surfcl}
+image=${IMAGE:-data/boat-qvga/img1.pgm}
+runs=${FIRMWARE_VARIANTS:-"thumbv7em-none-eabihf:f32 thumbv6m-none-eabi:f32 riscv32imc-unknown-none-elf:f32"}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+[ -x "$host" ] || { echo "cross-test: no host binary at $host" >&2; exit 2; }
+
+echo "== x86 reference: $host detect $image --backend cpu"
+"$host" detect "$image" --backend cpu --json "$work/host.json" >/dev/null
+
+status=0
+for run in $runs; do
+    target=${run%%:*}
+    variant=${run##*:}
+    elf="$cross_dir/firmware/$target-$variant.elf"
+    echo "== firmware $target ($variant) under qemu"
+    if scripts/firmware-run.sh "$target" "$elf" "$image" >"$work/$target-$variant.txt"; then
+        tail -n 2 "$work/$target-$variant.txt"
+        scripts/compare_keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" || status=1
+    else
+        echo "cross-test: firmware $target ($variant) failed:" >&2
+        tail -n 5 "$work/$target-$variant.txt" >&2
+        status=1
+    fi
+done
+
+# The comparison must be able to fail: move one keypoint of a real firmware output by 0.01 px.
+first=${runs%% *}
+sample="$work/${first%%:*}-${first##*:}.txt"
+if [ -s "$sample" ]; then
+    echo "== self-check: a firmware output with one keypoint moved by 0.01 px must be rejected"
+    awk 'NR == 1 && NF == 3 { printf "%.3f %s %s\n", $1 + 0.01, $2, $3; next } { print }' \
+        "$sample" >"$work/corrupted.txt"
+    if scripts/compare_keypoints.py firmware "$work/corrupted.txt" "$work/host.json"; then
+        echo "cross-test: the comparison accepted a corrupted output" >&2
+        status=1
+    else
+        echo "cross-test: corrupted output rejected, as it must be"
+    fi
+fi
+
+aarch64="$cross_dir/aarch64-unknown-linux-gnu/release/surfcl"
+if [ "${SKIP_AARCH64:-0}" != 1 ]; then
+    echo "== aarch64 surfcl under qemu-aarch64"
+    # Without a usable arm64 OpenCL driver `--backend auto` must fall back to the CPU at once.
+    start=$(date +%s%N)
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$aarch64" detect "$image" --backend auto \
+        --json "$work/aarch64.json" >/dev/null
+    took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    echo "aarch64 detect --backend auto took ${took_ms} ms under qemu"
+    scripts/compare_keypoints.py json "$work/aarch64.json" "$work/host.json" || status=1
+fi
+
+[ $status -eq 0 ] && echo "cross-test: ok" || echo "cross-test: FAILED" >&2
+exit $status
