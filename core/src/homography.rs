@@ -138,8 +138,9 @@ impl Homography {
             + s[0][2] * (s[1][0] * s[2][1] - s[1][1] * s[2][0]);
         let norm = |r: [f64; 3]| crate::math::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
         let bound = norm(s[0]) * norm(s[1]) * norm(s[2]);
-        // `!(a > b)` also refuses a NaN determinant (not reachable with finite entries).
-        if !(crate::math::fabs(det) > Self::SINGULAR_RATIO * bound) {
+        // A NaN determinant (not reachable with finite entries) is refused too.
+        let ratio_ok = crate::math::fabs(det) > Self::SINGULAR_RATIO * bound;
+        if det.is_nan() || !ratio_ok {
             return Err(HomographyError::Singular);
         }
         Ok(())

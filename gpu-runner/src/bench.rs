@@ -3,9 +3,10 @@
 //!
 //! Frames: the Oxford "boat" image 1 (850x680) resized to fill each requested size (upscaled for
 //! 1920x1080) and centre-cropped. The image is `$SURFCL_BENCH_IMAGE` when set, else the
-//! checkout's `data/oxford-boat/img1.pgm`; when neither exists (an installed binary run outside
-//! the checkout), a built-in synthetic frame of the same size is used ([`synthetic_frame`]) and
-//! the output says so (`"image": "synthetic"` in the JSON). Per size, after one warm-up frame (kernel compilation and
+//! checkout's `data/oxford-boat/img1.pgm`; when there is no such file (an installed binary run
+//! outside the checkout) or `SURFCL_BENCH_IMAGE=synthetic`, a built-in synthetic frame of the
+//! same size is used ([`synthetic_frame`]) and the output says so (`"image": "synthetic"` in the
+//! JSON). Per size, after one warm-up frame (kernel compilation and
 //! first-touch of buffers), `frames` frames are timed; reported are the medians of every stage's
 //! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style), of the sum of the
 //! stages, and of the host wall time of a whole frame (upload + kernels + readback). The CPU
@@ -40,17 +41,26 @@ use crate::opencl::{
     DetectOutput, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamPipeline,
 };
 
-/// Where the benchmark frame is looked for (first hit wins): `$SURFCL_BENCH_IMAGE`, then the
-/// checkout's `data/`, relative to the working directory and to this crate.
-fn bench_image_path() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
+/// Where the benchmark frame is looked for: `$SURFCL_BENCH_IMAGE` when set (the value
+/// `synthetic` asks for the built-in frame), else the checkout's `data/`, relative to the working
+/// directory and to this crate. `None`: use the synthetic frame.
+fn bench_image_path() -> Result<Option<PathBuf>, Error> {
     if let Some(p) = std::env::var_os("SURFCL_BENCH_IMAGE") {
-        candidates.push(PathBuf::from(p));
+        if p == "synthetic" {
+            return Ok(None);
+        }
+        // Asked for by name: a missing file is an error, not a silent substitute.
+        let path = PathBuf::from(p);
+        crate::io::require_regular_file(&path)?;
+        return Ok(Some(path));
     }
-    candidates.push(PathBuf::from("data/oxford-boat/img1.pgm"));
-    candidates.push(PathBuf::from("img1.pgm"));
-    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm"));
-    candidates.into_iter().find(|p| p.is_file())
+    Ok([
+        PathBuf::from("data/oxford-boat/img1.pgm"),
+        PathBuf::from("img1.pgm"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file()))
 }
 
 /// Size of the built-in synthetic frame (that of the boat image).
@@ -87,7 +97,7 @@ pub fn synthetic_frame(width: u32, height: u32) -> image::GrayImage {
 
 /// The benchmark's source frame and its description (a path, or `"synthetic"`).
 fn bench_source() -> Result<(image::GrayImage, String), Error> {
-    match bench_image_path() {
+    match bench_image_path()? {
         Some(path) => {
             let gray = crate::io::load_gray(&path)?;
             let (w, h) = (gray.width as u32, gray.height as u32);
@@ -196,7 +206,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     let (source, source_name) = bench_source()?;
     if source_name == "synthetic" {
         say(&format!(
-            "note: benchmark image not found (set SURFCL_BENCH_IMAGE or run from the checkout, data/oxford-boat/img1.pgm): using a built-in synthetic {}x{} frame",
+            "note: using a built-in synthetic {}x{} frame (no benchmark image: set SURFCL_BENCH_IMAGE or run from the checkout, data/oxford-boat/img1.pgm)",
             SYNTHETIC_SIZE.0, SYNTHETIC_SIZE.1
         ))?;
     }
@@ -684,4 +694,37 @@ fn bench_memory(
         }
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matcher_sizes_follow_the_largest_frame() {
+        assert_eq!(matcher_sizes(320 * 240), vec![1024]);
+        assert_eq!(matcher_sizes(640 * 480), vec![1024, 4096]);
+        assert_eq!(matcher_sizes(1920 * 1080), vec![1024, 4096, 16384]);
+        assert_eq!(matcher_sizes(0), vec![1024]);
+    }
+
+    #[test]
+    fn synthetic_frame_is_deterministic_and_has_keypoints() {
+        let (w, h) = SYNTHETIC_SIZE;
+        let a = synthetic_frame(w, h);
+        assert_eq!(a, synthetic_frame(w, h));
+        assert_eq!(a.dimensions(), (w, h));
+        let params = DetectParams {
+            detector: DetectorKind::Surf,
+            surf: SurfConfig::default(),
+            harris: surfcl_core::harris::HarrisConfig::default(),
+            max_keypoints: 10_000,
+            descriptor: DescriptorKind::F32,
+        };
+        let image = GrayImage::new(a.as_raw(), w as usize, h as usize).unwrap();
+        let mut cpu = open_backend(BackendChoice::Cpu, None).unwrap();
+        let n = cpu.detect(&image, &params).unwrap().keypoints.len();
+        // The boat frame gives about 2200 at these settings.
+        assert!(n > 300, "{n} keypoints on the synthetic frame");
+    }
 }

@@ -302,14 +302,30 @@ pub fn picture_format(path: &Path) -> Result<ImageFormat, Error> {
     }
 }
 
-/// Encodes a picture in `format` (`path` only names the file in errors).
+/// Encodes a picture in `format` (`path` only names the file in errors). PNM is written as a
+/// binary PPM (`P6`), what the `.ppm` extension promises.
 pub fn encode(img: &RgbImage, format: ImageFormat, path: &Path) -> Result<Vec<u8>, Error> {
+    use image::ImageEncoder;
+    use image::codecs::pnm::{PnmEncoder, PnmSubtype, SampleEncoding};
+    let error = |e: image::ImageError| Error::Encode {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
     let mut bytes = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut bytes), format)
-        .map_err(|e| Error::Encode {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    if format == ImageFormat::Pnm {
+        PnmEncoder::new(&mut bytes)
+            .with_subtype(PnmSubtype::Pixmap(SampleEncoding::Binary))
+            .write_image(
+                img.as_raw(),
+                img.width(),
+                img.height(),
+                image::ExtendedColorType::Rgb8,
+            )
+            .map_err(error)?;
+    } else {
+        img.write_to(&mut std::io::Cursor::new(&mut bytes), format)
+            .map_err(error)?;
+    }
     Ok(bytes)
 }
 
@@ -527,5 +543,110 @@ mod tests {
         assert_eq!(*img.get_pixel(15, 11), Rgb([200; 3]));
         assert_eq!(*img.get_pixel(0, 11), Rgb([0; 3]));
         assert_eq!(*img.get_pixel(5, 1), GREEN);
+    }
+
+    #[test]
+    fn evenly_chosen_is_deterministic_spread_and_bounded() {
+        assert_eq!(evenly_chosen(5, 200), vec![0, 1, 2, 3, 4]);
+        assert_eq!(evenly_chosen(10, 5), vec![0, 2, 4, 6, 8]);
+        let big = evenly_chosen(803, 200);
+        assert_eq!(big.len(), 200);
+        assert!(big.windows(2).all(|w| w[0] < w[1] && w[1] - w[0] <= 5));
+        assert!(*big.last().unwrap() >= 803 - 5);
+        assert!(evenly_chosen(usize::MAX, 3).windows(2).all(|w| w[0] < w[1]));
+        assert!(evenly_chosen(7, 0).is_empty());
+    }
+
+    fn grey(width: usize, height: usize, v: u8) -> OwnedGray {
+        OwnedGray {
+            width,
+            height,
+            pixels: vec![v; width * height],
+        }
+    }
+
+    #[test]
+    fn match_picture_draws_only_the_chosen_lines_with_bar_and_legend() {
+        let (left, right) = (grey(400, 300, 128), grey(400, 300, 128));
+        // One horizontal match per row: line k at y = k.
+        let lines: Vec<MatchLine> = (0..300)
+            .map(|k| MatchLine {
+                from: (20.0, k as f32),
+                to: (380.0, k as f32),
+                correct: Some(k % 2 == 0),
+                distance: 0.1,
+            })
+            .collect();
+        let img = match_picture(&left, &right, &lines, 10);
+        let chosen = evenly_chosen(300, 10);
+        // Away from the circles, the legend (bottom left) and the bar: x = 200.
+        for y in 0..200u32 {
+            let drawn = *img.get_pixel(200, y) != Rgb([128; 3]);
+            assert_eq!(drawn, chosen.contains(&(y as usize)), "row {y}");
+        }
+        // The bar between the images, where no line passes.
+        assert_eq!(*img.get_pixel(400, 1), WHITE);
+        assert_eq!(*img.get_pixel(402, 1), WHITE);
+        assert_eq!(*img.get_pixel(403, 1), Rgb([128; 3]));
+        // The legend: white text on a darkened band in the bottom-left corner.
+        let band = |x: u32, y: u32| img.get_pixel(x, y).0;
+        assert_eq!(band(1, 299), [32; 3], "darkened");
+        let text = (0..300u32)
+            .flat_map(|x| (250..300u32).map(move |y| (x, y)))
+            .filter(|&(x, y)| *img.get_pixel(x, y) == WHITE)
+            .count();
+        assert!(text > 100, "{text} white legend pixels");
+        let all = match_picture(&left, &right, &lines, usize::MAX);
+        let rows = (0..200u32)
+            .filter(|&y| *all.get_pixel(200, y) != Rgb([128; 3]))
+            .count();
+        assert_eq!(rows, 200, "--draw-all draws every line");
+    }
+
+    #[test]
+    fn keypoint_picture_has_a_legend_when_it_fits() {
+        let kp = Keypoint {
+            x: 50.0,
+            y: 50.0,
+            scale: 2.0,
+            laplacian: 1,
+            ..Keypoint::default()
+        };
+        let img = keypoint_picture(&grey(400, 300, 100), &[kp]);
+        let white = img.pixels().filter(|p| **p == WHITE).count();
+        let blue_text = (0..300u32)
+            .flat_map(|x| (250..300u32).map(move |y| (x, y)))
+            .filter(|&(x, y)| *img.get_pixel(x, y) == BLUE)
+            .count();
+        assert!(white > 100 && blue_text > 50, "{white} {blue_text}");
+        // Too small for a legend: the picture is the image and its keypoints only.
+        let small = keypoint_picture(&grey(40, 30, 100), &[]);
+        assert!(small.pixels().all(|p| *p == Rgb([100; 3])));
+    }
+
+    #[test]
+    fn picture_format_follows_the_extension() {
+        assert_eq!(
+            picture_format(Path::new("a.PNG")).unwrap(),
+            ImageFormat::Png
+        );
+        assert_eq!(
+            picture_format(Path::new("a.jpeg")).unwrap(),
+            ImageFormat::Jpeg
+        );
+        assert_eq!(
+            picture_format(Path::new("a.ppm")).unwrap(),
+            ImageFormat::Pnm
+        );
+        for bad in ["a.gif", "a", "a.png.tmp"] {
+            let e = picture_format(Path::new(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains(bad) && e.contains(".png, .jpg/.jpeg or .ppm"),
+                "{e}"
+            );
+        }
+        let img = RgbImage::new(3, 2);
+        let ppm = encode(&img, ImageFormat::Pnm, Path::new("x.ppm")).unwrap();
+        assert!(ppm.starts_with(b"P6"));
     }
 }
