@@ -205,6 +205,11 @@ fn enumerate() -> Result<Vec<Selected>, OpenClError> {
     let _guard = SETUP_LOCK
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // One direct query first: without any ICD, `ocl::core::get_platform_ids` would retry for
+    // 10 s before giving up (see `enqueue::platform_count`).
+    if enqueue::platform_count() == 0 {
+        return Err(OpenClError::NoPlatform);
+    }
     // `Platform::list` panics without an ICD; the core call returns an error instead.
     let platforms = match ocl::core::get_platform_ids() {
         Ok(p) if !p.is_empty() => Platform::list_from_core(p),
