@@ -10,11 +10,11 @@
 #[cfg(feature = "prove-failure")]
 extern crate std;
 
+use surfcl_core::GrayImage;
 use surfcl_core::describe::describe_all;
 use surfcl_core::integral::IntegralImage;
 use surfcl_core::keypoint::{Descriptor, KeypointSet, KeypointSink};
 use surfcl_core::surf::{SurfConfig, detect};
-use surfcl_core::GrayImage;
 
 /// Scratch for a 64x64 image in f32 mode (checked against `surf::scratch_len` at run time).
 const SCRATCH_WORDS: usize = 4 * 32 * 32;
@@ -43,7 +43,14 @@ pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
     }
     let mut descriptors = [[0f32; 64] as Descriptor; 32];
     let n = keypoints.len();
-    if describe_all(&integral, keypoints.points_mut(), false, &mut descriptors[..n]).is_err() {
+    if describe_all(
+        &integral,
+        keypoints.points_mut(),
+        false,
+        &mut descriptors[..n],
+    )
+    .is_err()
+    {
         return -1;
     }
     n as i32
