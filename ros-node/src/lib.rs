@@ -14,6 +14,7 @@
 //! - [`node`]: the running node (participant, tasks, processing thread).
 //! - [`args`]: the command line (clap flags and `--ros-args`).
 //! - [`debug`]: the debug picture.
+//! - [`sockets`]: socket receive buffers large enough for camera frames.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -27,3 +28,4 @@ pub mod msg;
 pub mod node;
 pub mod params;
 pub mod processor;
+pub mod sockets;

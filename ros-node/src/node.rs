@@ -463,7 +463,16 @@ pub fn start(
     if config.socket_receive_buffer > 0 {
         builder = builder.socket_receive_buffer_size(config.socket_receive_buffer);
     }
+    let sockets_before = crate::sockets::socket_fds();
     let participant = builder.build().map_err(ros_err)?;
+    // Past net.core.rmem_max where the process may (CAP_NET_ADMIN): see `sockets`.
+    let forced = (config.socket_receive_buffer > 0).then(|| {
+        let new: std::collections::BTreeSet<i32> = crate::sockets::socket_fds()
+            .difference(&sockets_before)
+            .copied()
+            .collect();
+        crate::sockets::force_receive_buffers(&new, config.socket_receive_buffer)
+    });
     let context = Context::from_domain_participant(participant).map_err(ros_err)?;
 
     let shared = Arc::new(Shared {
@@ -593,19 +602,32 @@ pub fn start(
                 "off"
             }
         ),
-        format!(
-            "socket receive buffer: requested {}, about {} granted{}",
-            mib(requested),
-            mib(effective),
-            match rmem_max {
-                Some(cap) if cap < requested => format!(
-                    " (net.core.rmem_max = {}; best-effort frames larger than that may be lost: \
-                     raise it, or use image_reliability:=reliable)",
-                    mib(cap)
-                ),
-                _ => String::new(),
-            }
-        ),
+        match &forced {
+            Some(f) if f.raised > 0 && f.error.is_none() => format!(
+                "socket receive buffers: {} UDP sockets raised to {} with SO_RCVBUFFORCE \
+                 (kernel reports {})",
+                f.raised,
+                mib(requested),
+                mib(f.smallest.unwrap_or(0))
+            ),
+            _ => format!(
+                "socket receive buffers: requested {}, about {} granted{}{}",
+                mib(requested),
+                mib(effective),
+                match rmem_max {
+                    Some(cap) if cap < requested => format!(
+                        " (net.core.rmem_max = {}: best-effort frames larger than the buffer \
+                         are lost (and counted); raise it with sysctl)",
+                        mib(cap)
+                    ),
+                    _ => String::new(),
+                },
+                match forced.as_ref().and_then(|f| f.error.as_ref()) {
+                    Some(e) => format!("; raising past it failed: {e}"),
+                    None => String::new(),
+                }
+            ),
+        },
     ];
     for line in &lines {
         start_log.log(LogLevel::Info, line);

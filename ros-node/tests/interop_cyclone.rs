@@ -127,3 +127,185 @@ fn tail(s: &str, n: usize) -> &str {
         .unwrap_or(s.len());
     &s[start..]
 }
+
+/// Runs `script` with `sh -c` in a private network and PID namespace (our one child process, so
+/// ending it ends everything it started); returns (status or None on timeout, stdout, stderr).
+fn run_in_namespace(
+    script: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+    limit: Duration,
+) -> (Option<std::process::ExitStatus>, String, String) {
+    let unshare_ok = Command::new("unshare")
+        .args(["--net", "--pid", "--fork", "--", "true"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        unshare_ok,
+        "`unshare --net --pid` is not available (needs root or user namespaces)"
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--net",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    // Read both pipes on their own threads so that a chatty child cannot block on a full pipe.
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            // Our child only, by its PID; --pid makes its namespace die with it.
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (
+        status,
+        out_t.join().unwrap_or_default(),
+        err_t.join().unwrap_or_default(),
+    )
+}
+
+/// A 12 MB mono8 (4000x3000) and a 24 MB rgb8 (3840x2160) frame from the Cyclone DDS peer reach
+/// the node and come back as keypoints. The node subscribes with `--image-reliability reliable`
+/// (the peer's writer is reliable, as most camera drivers' are), so fragments lost when a burst
+/// overflows the socket receive buffer are repaired. The peer publishes each frame, and again
+/// every 5 s until its keypoints arrive, and reports how many sends it took.
+#[test]
+fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
+    let python = peer_python();
+    let script = r#"
+        ip link set lo up || exit 90
+        "$NODE_BIN" --domain-id 123 --image-reliability reliable --param backend:=cpu --param max_keypoints:=500 &
+        node_pid=$!
+        "$PEER_PY" "$PEER" --mode large --domain 123 --image "$IMAGE" --timeout 150
+        rc=$?
+        kill -TERM "$node_pid"
+        wait "$node_pid"
+        exit $rc
+    "#;
+    let (status, stdout, stderr) = run_in_namespace(
+        script,
+        &[
+            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
+            ("PEER_PY", python.as_os_str()),
+            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
+            (
+                "IMAGE",
+                manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+            ),
+        ],
+        Duration::from_secs(200),
+    );
+    eprintln!(
+        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
+        tail(&stderr, 4000)
+    );
+    let status = status.expect("large-frame interop test timed out after 200 s");
+    assert!(status.success(), "peer failed with {status}: {stdout}");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("\"ok\": true"), "{last}");
+    assert!(last.contains("\"frame\": \"4000x3000 mono8\""), "{last}");
+    assert!(last.contains("\"frame\": \"3840x2160 rgb8\""), "{last}");
+}
+
+/// SIGTERM: the node exits with status 0 and the Cyclone peer sees its keypoints and matches
+/// writers and its image reader disappear within 2 s (before, they stayed until the lease ran
+/// out, about 50 s later).
+#[test]
+fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
+    let python = peer_python();
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shutdown-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"
+        ip link set lo up || exit 90
+        "$NODE_BIN" --domain-id 124 --param backend:=cpu &
+        node_pid=$!
+        "$PEER_PY" "$PEER" --mode shutdown --domain 124 --signal-file "$DIR/signalled" --timeout 60 > "$DIR/peer.out" &
+        peer_pid=$!
+        i=0
+        while ! grep -q READY "$DIR/peer.out" 2>/dev/null; do
+            i=$((i + 1))
+            if [ $i -gt 600 ]; then echo "peer never got ready"; kill "$peer_pid" "$node_pid"; exit 91; fi
+            if ! kill -0 "$peer_pid" 2>/dev/null; then cat "$DIR/peer.out"; exit 92; fi
+            sleep 0.1
+        done
+        date +%s.%N > "$DIR/signalled.tmp" && mv "$DIR/signalled.tmp" "$DIR/signalled"
+        kill -TERM "$node_pid"
+        wait "$node_pid"
+        node_rc=$?
+        wait "$peer_pid"
+        peer_rc=$?
+        cat "$DIR/peer.out"
+        echo "node_exit=$node_rc"
+        exit $peer_rc
+    "#;
+    let (status, stdout, stderr) = run_in_namespace(
+        script,
+        &[
+            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
+            ("PEER_PY", python.as_os_str()),
+            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
+            ("DIR", dir.as_os_str()),
+        ],
+        Duration::from_secs(120),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
+        tail(&stderr, 3000)
+    );
+    let status = status.expect("shutdown interop test timed out after 120 s");
+    assert!(status.success(), "peer failed with {status}: {stdout}");
+    assert!(
+        stdout.lines().any(|l| l.trim() == "node_exit=0"),
+        "the node did not exit with status 0: {stdout}"
+    );
+    let result = stdout
+        .lines()
+        .find(|l| l.contains("gone_after_s"))
+        .unwrap_or_default();
+    assert!(result.contains("\"ok\": true"), "{stdout}");
+    // Each of the three endpoints, in seconds after the signal.
+    let times: Vec<f64> = result
+        .split(|c: char| c == ':' || c == ',' || c == '}')
+        .filter_map(|t| t.trim().parse::<f64>().ok())
+        .collect();
+    assert_eq!(times.len(), 3, "{result}");
+    for t in times {
+        assert!(
+            t <= 2.0,
+            "an endpoint of the node stayed {t} s after SIGTERM: {result}"
+        );
+    }
+}

@@ -167,7 +167,121 @@ def int_param(name, value):
     return Parameter(name, ParameterValue(2, False, value, 0.0, "", [], [], [], [], []))
 
 
+def tiled_frame(w0, h0, px, width, height, encoding):
+    """A `width x height` frame tiled from the gray picture, as mono8 or rgb8 (R = G = B) bytes."""
+    rows = []
+    for y in range(height):
+        src = px[(y % h0) * w0 : (y % h0 + 1) * w0]
+        row = (src * (width // w0 + 1))[:width]
+        if encoding == "rgb8":
+            rgb = bytearray(3 * width)
+            rgb[0::3] = row
+            rgb[1::3] = row
+            rgb[2::3] = row
+            row = bytes(rgb)
+        rows.append(row)
+    return b"".join(rows)
+
+
+def large(args):
+    """Publishes each of --frames (WxH:encoding) once a second until its keypoints come back."""
+    deadline = time.monotonic() + args.timeout
+    w0, h0, px = read_pgm(args.image)
+    dp = DomainParticipant(args.domain)
+    reliable = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(1))
+    img_w = DataWriter(dp, Topic(dp, "rt/image", Image), qos=reliable)
+    kp_r = DataReader(dp, Topic(dp, "rt/keypoints", KeypointArray), qos=reliable)
+    while not (img_w.get_matched_subscriptions() and kp_r.get_matched_publications()):
+        if time.monotonic() > deadline:
+            fail("discovery of surfcl-node timed out")
+        time.sleep(0.05)
+    results = []
+    for sec, spec in enumerate(args.frames.split(","), start=1):
+        size, encoding = spec.split(":")
+        width, height = (int(v) for v in size.split("x"))
+        data = tiled_frame(w0, h0, px, width, height, encoding)
+        step = width * (3 if encoding == "rgb8" else 1)
+        msg = Image(Header(Time(sec, 0), "peer_camera"), height, width, encoding, 0, step, data)
+        sends, kp, t0 = 0, None, time.monotonic()
+        while kp is None:
+            if time.monotonic() > deadline:
+                fail(f"no keypoints for the {width}x{height} {encoding} frame after {sends} sends")
+            img_w.write(msg)
+            sends += 1
+            until = time.monotonic() + args.resend_s
+            while kp is None and time.monotonic() < until:
+                for s in kp_r.take(N=10):
+                    if s.header.stamp.sec == sec:
+                        kp = s
+                time.sleep(0.005)
+        results.append(
+            {
+                "frame": f"{width}x{height} {encoding}",
+                "bytes": len(data),
+                "sends": sends,
+                "seconds": round(time.monotonic() - t0, 3),
+                "keypoints": len(kp.keypoints),
+                "descriptors_ok": len(kp.descriptors) == 64 * len(kp.keypoints),
+            }
+        )
+        if not kp.keypoints or len(kp.descriptors) != 64 * len(kp.keypoints):
+            fail(f"bad keypoints for {spec}: {results[-1]}")
+    print(json.dumps({"ok": True, "large": results}), flush=True)
+
+
+def shutdown(args):
+    """Waits for the node's writers, says READY, then (once --signal-file exists, written just
+    before the node is signalled) measures how long until the node's writers are gone."""
+    deadline = time.monotonic() + args.timeout
+    dp = DomainParticipant(args.domain)
+    reliable = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(10))
+    kp_r = DataReader(dp, Topic(dp, "rt/keypoints", KeypointArray), qos=reliable)
+    m_r = DataReader(dp, Topic(dp, "rt/matches", MatchArray), qos=reliable)
+    img_w = DataWriter(dp, Topic(dp, "rt/image", Image), qos=reliable)
+    while not (kp_r.get_matched_publications() and m_r.get_matched_publications() and img_w.get_matched_subscriptions()):
+        if time.monotonic() > deadline:
+            fail("discovery of surfcl-node timed out")
+        time.sleep(0.05)
+    print("READY", flush=True)
+    # The file holds the wall-clock time (s) at which the node was signalled, so that a peer
+    # that is slow to notice the file still measures from the signal.
+    t0 = None
+    while t0 is None:
+        if time.monotonic() > deadline:
+            fail("the node was never signalled")
+        try:
+            with open(args.signal_file) as f:
+                t0 = float(f.read().strip())
+        except (OSError, ValueError):
+            time.sleep(0.005)
+    gone = {}
+    while len(gone) < 3:
+        now = time.time()
+        if time.monotonic() > deadline:
+            fail(f"the node's endpoints were still matched {now - t0:.1f} s after the signal: gone {gone}")
+        for name, count in (
+            ("keypoints_writer", len(kp_r.get_matched_publications())),
+            ("matches_writer", len(m_r.get_matched_publications())),
+            ("image_reader", len(img_w.get_matched_subscriptions())),
+        ):
+            if count == 0 and name not in gone:
+                gone[name] = round(now - t0, 3)
+        time.sleep(0.005)
+    print(json.dumps({"ok": True, "gone_after_s": gone}), flush=True)
+
+
 def main():
+    if "--mode" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--mode", choices=["large", "shutdown"], required=True)
+        ap.add_argument("--domain", type=int, required=True)
+        ap.add_argument("--image", help="binary PGM (large)")
+        ap.add_argument("--frames", default="4000x3000:mono8,3840x2160:rgb8")
+        ap.add_argument("--resend-s", type=float, default=5.0)
+        ap.add_argument("--signal-file", help="appears when the node is signalled (shutdown)")
+        ap.add_argument("--timeout", type=float, default=60.0)
+        args = ap.parse_args()
+        return large(args) if args.mode == "large" else shutdown(args)
     ap = argparse.ArgumentParser()
     ap.add_argument("--domain", type=int, required=True)
     ap.add_argument("--node", default="/surfcl_node", help="fully qualified node name")
