@@ -2,13 +2,15 @@
 //!
 //! ```text
 //! surfcl devices
-//! surfcl detect IMAGE [detect options] [--json FILE|-] [--draw FILE.png] [--profile]
+//! surfcl detect IMAGE [detect options] [--json FILE|-] [--draw FILE.png|.jpg|.ppm] [--profile]
 //! surfcl match IMAGE1 IMAGE2 [detect options] [match options] [--homography FILE]
-//!              [--json FILE|-] [--draw FILE.png]
+//!              [--json FILE|-] [--draw FILE.png|.jpg|.ppm] [--draw-all]
 //! surfcl eval DIR [detect/match options] [--json FILE|-]
 //! surfcl bench [--sizes 640x480,1280x960,1920x1080] [--frames N] [--json FILE] [--stream]
 //! surfcl stream DIR|FRAMES... [--max-size WxH] [detect/match options] [--json FILE|-]
 //! ```
+//!
+//! The JSON reports are described in `docs/JSON.md`.
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as `error: ...` on stderr), 2 on a
 //! usage error (clap's message). With `--json -` the JSON is the only thing on stdout; the human
