@@ -5,6 +5,7 @@
 //! Both backends take the same validated [`DetectParams`] and return the same [`Features`], so a
 //! test can run one image through both and compare the outputs field by field.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use surfcl_core::harris::HarrisConfig;
@@ -184,7 +185,8 @@ fn open_unwrapped(
             Ok(backend) => Ok(backend),
             Err(e) if is_unavailable(&e, device_spec) => {
                 if !FALLBACK_NOTED.swap(true, Ordering::Relaxed) {
-                    eprintln!("note: {e}; using the CPU backend");
+                    // Not `eprintln!`: it panics when stderr is a closed pipe (`2>&1 | head`).
+                    let _ = writeln!(std::io::stderr(), "note: {e}; using the CPU backend");
                 }
                 Ok(Box::new(crate::cpu::CpuBackend::new()))
             }

@@ -159,6 +159,32 @@ fn a_closed_stdout_ends_quietly() {
     }
 }
 
+/// `surfcl ... 2>&1 | head -1`: standard error is the same closed pipe. Nothing can be read
+/// back; a panic would show as status 101.
+#[test]
+fn closed_stdout_and_stderr_end_quietly_even_on_the_cpu_fallback() {
+    let dir = frames();
+    let a = dir.join("a.pgm");
+    let (key, vendors) = no_opencl_env();
+    let vendors = vendors.to_str().unwrap();
+    for args in [
+        vec!["detect", s(&a)],
+        vec!["stream", s(dir)],
+        vec!["detect", s(&a), "--json", "-"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut c = command(&args);
+        c.env(key, vendors)
+            .stdout(writer.try_clone().unwrap())
+            .stderr(writer);
+        let child = c.spawn().unwrap();
+        drop(c);
+        let out = wait_bounded(child, Duration::from_secs(120), &args.join(" "));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {:?}", out.status);
+    }
+}
+
 #[test]
 fn bench_frames_is_bounded() {
     for frames in ["18446744073709551615", "1000000000000", "100001", "0", "-1"] {
