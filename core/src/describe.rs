@@ -116,7 +116,8 @@ fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
     }
 }
 
-/// `atan2(y, x)` mapped into `[0, 2 pi)`.
+/// `atan2(y, x)` mapped into `[0, 2 pi)`, with the crate's own [`math::atan2f`] (the kernels
+/// port it operation by operation).
 #[inline]
 fn angle(x: f32, y: f32) -> f32 {
     let a = math::atan2f(y, x);
@@ -130,39 +131,65 @@ fn angle(x: f32, y: f32) -> f32 {
 }
 
 /// Entries of the per-keypoint 1-D Gaussian table of [`describe`] (enough for scales up to
-/// about 70; larger scales compute each weight directly).
-const GAUSS_TABLE: usize = 512;
-
-/// Side of the descriptor's sample grid (k, l in [-12, 12)).
-const SAMPLES_SIDE: usize = 24;
-
-/// One descriptor sample: position and Haar responses rotated into the keypoint frame
-/// (`u` along the keypoint's y axis, `v` along its x axis, as OpenSURF's `rrx`, `rry`).
-#[derive(Debug, Clone, Copy, Default)]
-struct Sample {
-    x: i32,
-    y: i32,
-    u: f32,
-    v: f32,
-}
+/// about 35; beyond, the factors are computed directly, with the same bits). 1 KB of stack.
+const GAUSS_TABLE: usize = 256;
 
 /// Number of orientation samples (`i^2 + j^2 < 36` in `[-6, 6]^2`).
 const ORIENTATION_SAMPLES: usize = 109;
 /// Number of orientation windows: `0.15 k < 2 pi` for `k = 0..42`.
 const WINDOWS: usize = 42;
 
+/// The orientation samples' Gaussian (sigma 2.5) over `|i|, |j|` in `0..=6`:
+/// `expf(-(i^2 + j^2) / 12.5) / (2 pi 6.25)` with the crate's [`math::expf`], evaluated by the
+/// compiler (the same `f32` operations as at run time; `core/src/math.rs` tests that).
+const ORIENTATION_WEIGHTS: [[f32; 7]; 7] = {
+    let mut g = [[0f32; 7]; 7];
+    let mut i = 0;
+    while i < 7 {
+        let mut j = 0;
+        while j < 7 {
+            g[i][j] =
+                math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) / (2.0 * PI * 2.5 * 2.5);
+            j += 1;
+        }
+        i += 1;
+    }
+    g
+};
+
+/// The orientation windows `(ang1, ang2)`: `ang1 = 0.15 k`, `ang2 = ang1 + pi/3` unless that
+/// passes 2 pi, then `ang1 - 5 pi / 3` (OpenSURF's rules), evaluated by the compiler.
+const WINDOW_BOUNDS: [(f32, f32); WINDOWS] = {
+    let mut bounds = [(0f32, 0f32); WINDOWS];
+    let mut k = 0;
+    while k < WINDOWS {
+        let ang1 = k as f32 * 0.15;
+        let ang2 = if ang1 + PI / 3.0 > 2.0 * PI {
+            ang1 - 5.0 * PI / 3.0
+        } else {
+            ang1 + PI / 3.0
+        };
+        bounds[k] = (ang1, ang2);
+        k += 1;
+    }
+    bounds
+};
+
+/// Windows `0..PLAIN_WINDOWS` do not wrap (`ang1 < ang2`; `ang1` grows with `k`, so they are a
+/// prefix); the rest wrap around 2 pi.
+const PLAIN_WINDOWS: usize = {
+    let mut k = 0;
+    while k < WINDOWS && WINDOW_BOUNDS[k].0 < WINDOW_BOUNDS[k].1 {
+        k += 1;
+    }
+    k
+};
+
 /// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
 pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
     let r = math::roundf(kp.y) as i32;
     let c = math::roundf(kp.x) as i32;
-    // Gaussian of sigma 2.5 over |i|, |j| in 0..=6.
-    let mut g = [[0f32; 7]; 7];
-    for (i, row) in g.iter_mut().enumerate() {
-        for (j, v) in row.iter_mut().enumerate() {
-            *v = math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) / (2.0 * PI * 2.5 * 2.5);
-        }
-    }
     let mut res_x = [0f32; ORIENTATION_SAMPLES];
     let mut res_y = [0f32; ORIENTATION_SAMPLES];
     let mut ang = [0f32; ORIENTATION_SAMPLES];
@@ -170,7 +197,7 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     for i in -6i32..=6 {
         for j in -6i32..=6 {
             if i * i + j * j < 36 {
-                let w = g[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
+                let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
                 let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
                 res_x[n] = w * hx;
                 res_y[n] = w * hy;
@@ -180,31 +207,19 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
         }
     }
     let two_pi = 2.0 * PI;
-    // Window k spans the open interval (ang1, ang2), ang1 = 0.15 k; windows that would pass
-    // 2 pi wrap around (OpenSURF's rules). Sums are accumulated sample by sample, in sample
-    // order, which adds each window's samples in the same order as a window-by-window loop.
-    let mut bounds = [(0f32, 0f32); WINDOWS];
-    for (k, b) in bounds.iter_mut().enumerate() {
-        let ang1 = k as f32 * 0.15;
-        let ang2 = if ang1 + PI / 3.0 > two_pi {
-            ang1 - 5.0 * PI / 3.0
-        } else {
-            ang1 + PI / 3.0
-        };
-        *b = (ang1, ang2);
-    }
-    // Windows 0..plain do not wrap (ang1 < ang2; ang1 grows with k, so they are a prefix); a
-    // sample can only be inside the plain windows whose ang1 lies within about pi/3 below its
-    // angle, so only those (with one window of margin each side) and the wrapping ones are
-    // tested, with the exact rule.
-    let plain = bounds.iter().take_while(|b| b.0 < b.1).count();
+    // Window k spans the open interval (ang1, ang2). Sums are accumulated sample by sample, in
+    // sample order, which adds each window's samples in the same order as a window-by-window
+    // loop. A sample can only be inside the plain windows whose ang1 lies within about pi/3
+    // below its angle, so only those (with one window of margin each side) and the wrapping ones
+    // are tested, with the exact rule.
+    let plain = PLAIN_WINDOWS;
     let mut sums = [(0f32, 0f32); WINDOWS];
     for idx in 0..n {
         let a = ang[idx];
         let lo = (((a - PI / 3.0) / 0.15) as i32 - 1).max(0) as usize;
         let hi = ((a / 0.15) as usize + 2).min(plain);
         for k in (lo..hi).chain(plain..WINDOWS) {
-            let (ang1, ang2) = bounds[k];
+            let (ang1, ang2) = WINDOW_BOUNDS[k];
             let inside = if ang1 < ang2 {
                 ang1 < a && a < ang2
             } else {
@@ -228,96 +243,106 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     kp.orientation = orientation;
 }
 
+/// Start (in `0..24`) of the sample rows (and columns) of the descriptor's four sub-region rows:
+/// OpenSURF's `i = -12, -7, -2, 3`, nine samples each, overlapping by four.
+const SUBREGION_START: [usize; 4] = [0, 5, 10, 15];
+
+/// The sub-region rows (or columns) `lo..=hi` whose nine samples include sample row `kk` (0..24).
+#[inline]
+fn subregions_of(kk: usize) -> core::ops::RangeInclusive<usize> {
+    // Sub-region r covers kk in [5 r, 5 r + 9): r from ceil((kk - 8) / 5) to floor(kk / 5).
+    (kk.saturating_sub(4) / 5)..=(kk / 5).min(3)
+}
+
 /// The SURF-64 descriptor of `kp` (oriented by `kp.orientation` unless `upright`), unit length;
 /// all zeros when every Haar response in the window is zero (a flat patch).
+///
+/// The 24x24 samples are visited once each, row by row (`k` outer, `l` inner), and every sample
+/// is added to the one to four overlapping sub-regions that contain it: each sub-region then
+/// receives its 81 samples in OpenSURF's order, so its sums are those of the literal loop of
+/// `docs/ARCHITECTURE.md`, with about 1.5 KB of stack.
 pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
-    let mut desc = [0f32; DESCRIPTOR_LEN];
     let scale = kp.scale;
     let x = math::roundf(kp.x);
     let y = math::roundf(kp.y);
     let (co, si) = if upright {
         (1.0, 0.0)
     } else {
-        (math::cosf(kp.orientation), math::sinf(kp.orientation))
+        let (s, c) = math::sincosf(kp.orientation);
+        (c, s)
     };
     let haar_size = 2 * math::roundf(scale) as i32;
     let sigma1 = 2.5 * scale;
     let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
-    // The sample weight exp(-(ddx^2 + ddy^2) / (2 sigma1^2)) has integer ddx, ddy, so it is the
-    // product of two 1-D factors looked up by |ddx| and |ddy| (equal to the 2-D exp within an
-    // ulp or two). |ddx| <= 5 scale (|cos| + |sin|) + 1: sample and sub-region centre are at most
-    // 5 sample spacings apart on each rotated axis, and rounding adds at most 1.
+    // The sample weight is the product of two 1-D factors e(|ddx|) e(|ddy|) with
+    // e(d) = exp(-(d * d) / (2 sigma1^2)) (ARCHITECTURE.md), looked up here. |ddx| <=
+    // 5 scale (|cos| + |sin|) + 1: sample and sub-region centre are at most 5 sample spacings
+    // apart on each rotated axis, and rounding adds at most 1; larger distances (and scales
+    // beyond the table) compute the factor directly, with the same operations.
     let reach = 5.0 * scale * (math::fabsf(co) + math::fabsf(si)) + 2.0;
+    let filled = if reach < GAUSS_TABLE as f32 {
+        reach as usize + 1
+    } else {
+        GAUSS_TABLE
+    };
+    let factor_of = |d: u32| math::expf(-((d as f32) * (d as f32)) * inv_two_sigma1_sq);
     let mut table = [0f32; GAUSS_TABLE];
-    let use_table = reach < GAUSS_TABLE as f32;
-    if use_table {
-        for (d, v) in table.iter_mut().enumerate().take(reach as usize + 1) {
-            let d = d as f32;
-            *v = math::expf(-(d * d) * inv_two_sigma1_sq);
-        }
+    for (d, v) in table.iter_mut().enumerate().take(filled) {
+        *v = factor_of(d as u32);
     }
-    let weight = |ddx: i32, ddy: i32| -> f32 {
-        let (ax, ay) = (ddx.unsigned_abs() as usize, ddy.unsigned_abs() as usize);
-        match (use_table, table.get(ax), table.get(ay)) {
-            (true, Some(wx), Some(wy)) => wx * wy,
-            _ => {
-                let (fx, fy) = (ddx as f32, ddy as f32);
-                math::expf(-(fx * fx + fy * fy) * inv_two_sigma1_sq)
-            }
+    let factor = |dd: i32| -> f32 {
+        let d = dd.unsigned_abs();
+        match table.get(d as usize) {
+            Some(&w) if (d as usize) < filled => w,
+            _ => factor_of(d),
         }
     };
-    // The 4x4 sub-regions of 9x9 samples overlap: the samples are the 24x24 points (k, l) in
-    // [-12, 12)^2. Their positions and rotated Haar responses are computed once here; only the
-    // Gaussian weight depends on the sub-region. (The products below are the same expressions
-    // as computing everything inside the sub-region loop, so the results are identical.)
-    let mut samples = [[Sample::default(); SAMPLES_SIDE]; SAMPLES_SIDE];
-    for (k, row) in (-12i32..12).zip(samples.iter_mut()) {
-        let kf = k as f32;
-        for (l, sample) in (-12i32..12).zip(row.iter_mut()) {
-            let lf = l as f32;
+    // The sub-region centres (OpenSURF's xs, ys), sub-region (a, b) at a * 4 + b.
+    let mut centres = [(0i32, 0i32); 16];
+    for (a, &ka) in SUBREGION_START.iter().enumerate() {
+        for (b, &lb) in SUBREGION_START.iter().enumerate() {
+            let ix = (ka as i32 - 12 + 5) as f32;
+            let jx = (lb as i32 - 12 + 5) as f32;
+            centres[a * 4 + b] = (
+                math::round_to_i32(x + (-jx * scale * si + ix * scale * co)),
+                math::round_to_i32(y + (jx * scale * co + ix * scale * si)),
+            );
+        }
+    }
+    // (dx, dy, |dx|, |dy|) of each sub-region.
+    let mut sums = [[0f32; 4]; 16];
+    for kk in 0..24usize {
+        let kf = (kk as i32 - 12) as f32;
+        for ll in 0..24usize {
+            let lf = (ll as i32 - 12) as f32;
             let sample_x = math::round_to_i32(x + (-lf * scale * si + kf * scale * co));
             let sample_y = math::round_to_i32(y + (lf * scale * co + kf * scale * si));
             let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
-            *sample = Sample {
-                x: sample_x,
-                y: sample_y,
-                u: -rx * si + ry * co,
-                v: rx * co + ry * si,
-            };
-        }
-    }
-    let mut len = 0f32;
-    let mut count = 0;
-    // Sub-region rows of OpenSURF's loop: i = -12, -7, -2, 3 (samples i..i+9), centre i + 5.
-    for (sub_i, i) in [-12i32, -7, -2, 3].into_iter().enumerate() {
-        let cx = sub_i as f32 + 0.5;
-        for (sub_j, j) in [-12i32, -7, -2, 3].into_iter().enumerate() {
-            let cy = sub_j as f32 + 0.5;
-            let (ix, jx) = ((i + 5) as f32, (j + 5) as f32);
-            let xs = math::round_to_i32(x + (-jx * scale * si + ix * scale * co));
-            let ys = math::round_to_i32(y + (jx * scale * co + ix * scale * si));
-            let (mut dx, mut dy, mut mdx, mut mdy) = (0f32, 0f32, 0f32, 0f32);
-            let (k0, l0) = ((i + 12) as usize, (j + 12) as usize);
-            for row in &samples[k0..k0 + 9] {
-                for sample in &row[l0..l0 + 9] {
-                    let gauss = weight(xs - sample.x, ys - sample.y);
-                    let rrx = gauss * sample.u;
-                    let rry = gauss * sample.v;
-                    dx += rrx;
-                    dy += rry;
-                    mdx += math::fabsf(rrx);
-                    mdy += math::fabsf(rry);
+            // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
+            let u = -rx * si + ry * co;
+            let v = rx * co + ry * si;
+            for a in subregions_of(kk) {
+                for b in subregions_of(ll) {
+                    let (xs, ys) = centres[a * 4 + b];
+                    let gauss = factor(xs - sample_x) * factor(ys - sample_y);
+                    let rrx = gauss * u;
+                    let rry = gauss * v;
+                    let acc = &mut sums[a * 4 + b];
+                    acc[0] += rrx;
+                    acc[1] += rry;
+                    acc[2] += math::fabsf(rrx);
+                    acc[3] += math::fabsf(rry);
                 }
             }
-            let (gx, gy) = (cx - 2.0, cy - 2.0);
-            let gauss2 = math::expf(-(gx * gx + gy * gy) / (2.0 * 1.5 * 1.5));
-            desc[count] = dx * gauss2;
-            desc[count + 1] = dy * gauss2;
-            desc[count + 2] = mdx * gauss2;
-            desc[count + 3] = mdy * gauss2;
-            count += 4;
-            len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * gauss2 * gauss2;
         }
+    }
+    let mut desc = [0f32; DESCRIPTOR_LEN];
+    let mut len = 0f32;
+    for (r, (acc, out)) in sums.iter().zip(desc.chunks_exact_mut(4)).enumerate() {
+        let gauss2 = SUBREGION_WEIGHTS[r];
+        let [dx, dy, mdx, mdy] = *acc;
+        out.copy_from_slice(&[dx * gauss2, dy * gauss2, mdx * gauss2, mdy * gauss2]);
+        len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * gauss2 * gauss2;
     }
     let len = math::sqrtf(len);
     if len > 0.0 && len.is_finite() {
@@ -329,6 +354,21 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     }
     desc
 }
+
+/// The sub-regions' Gaussian (sigma 1.5 over the 4x4 grid, centres `(a + 0.5, b + 0.5)`, mean 2):
+/// `expf(-((a + 0.5 - 2)^2 + (b + 0.5 - 2)^2) / (2 * 1.5 * 1.5))` with [`math::expf`], evaluated
+/// by the compiler; sub-region `(a, b)` at `a * 4 + b`.
+const SUBREGION_WEIGHTS: [f32; 16] = {
+    let mut g = [0f32; 16];
+    let mut r = 0;
+    while r < 16 {
+        let gx = (r / 4) as f32 + 0.5 - 2.0;
+        let gy = (r % 4) as f32 + 0.5 - 2.0;
+        g[r] = math::expf(-(gx * gx + gy * gy) / (2.0 * 1.5 * 1.5));
+        r += 1;
+    }
+    g
+};
 
 /// Describes every keypoint: assigns orientations first (unless `upright`, which sets them to 0),
 /// then writes `out[k]` for `keypoints[k]`. `out` must have exactly one entry per keypoint.
@@ -461,14 +501,23 @@ mod tests {
         orientation
     }
 
-    /// OpenSURF's getDescriptor, transcribed with a 2-D exp per sample and clipped box sums.
-    fn reference_descriptor(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+    /// OpenSURF's getDescriptor, transcribed with clipped box sums, sub-region by sub-region.
+    /// With `separable`, the sample weight is ARCHITECTURE.md's product of 1-D factors and the
+    /// sub-region weight its `exp` without the constant factor (the definition: `describe` must
+    /// give the same bits); otherwise OpenSURF's 2-D Gaussians.
+    fn reference_descriptor(
+        ii: &IntegralImage,
+        kp: &Keypoint,
+        upright: bool,
+        separable: bool,
+    ) -> Descriptor {
         let scale = kp.scale;
         let (x, y) = (kp.x.round(), kp.y.round());
         let (co, si) = if upright {
             (1.0f32, 0.0f32)
         } else {
-            (kp.orientation.cos(), kp.orientation.sin())
+            let (s, c) = math::sincosf(kp.orientation);
+            (c, s)
         };
         let gaussian = |x: f32, y: f32, sig: f32| {
             math::expf(-(x * x + y * y) / (2.0 * sig * sig)) / (2.0 * PI * sig * sig)
@@ -493,7 +542,17 @@ mod tests {
                         let (kf, lf) = (k as f32, l as f32);
                         let sx = (x + (-lf * scale * si + kf * scale * co)).round() as i32;
                         let sy = (y + (lf * scale * co + kf * scale * si)).round() as i32;
-                        let g = gaussian((xs - sx) as f32, (ys - sy) as f32, 2.5 * scale);
+                        let g = if separable {
+                            let sigma1 = 2.5 * scale;
+                            let inv = 1.0 / (2.0 * sigma1 * sigma1);
+                            let e = |d: i32| {
+                                let d = d.unsigned_abs() as f32;
+                                math::expf(-(d * d) * inv)
+                            };
+                            e(xs - sx) * e(ys - sy)
+                        } else {
+                            gaussian((xs - sx) as f32, (ys - sy) as f32, 2.5 * scale)
+                        };
                         let s = 2 * scale.round() as i32;
                         let rx = haar_x(ii, sy, sx, s) as f32;
                         let ry = haar_y(ii, sy, sx, s) as f32;
@@ -505,7 +564,12 @@ mod tests {
                         mdy += rry.abs();
                     }
                 }
-                let g2 = gaussian(cx - 2.0, cy - 2.0, 1.5);
+                let g2 = if separable {
+                    let (gx, gy) = (cx - 2.0, cy - 2.0);
+                    math::expf(-(gx * gx + gy * gy) / (2.0 * 1.5 * 1.5))
+                } else {
+                    gaussian(cx - 2.0, cy - 2.0, 1.5)
+                };
                 desc[count..count + 4].copy_from_slice(&[dx * g2, dy * g2, mdx * g2, mdy * g2]);
                 count += 4;
                 len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * g2 * g2;
@@ -514,7 +578,11 @@ mod tests {
             i += 9;
         }
         let len = len.sqrt();
-        desc.map(|v| v / len)
+        if len > 0.0 {
+            desc.map(|v| v / len)
+        } else {
+            [0.0; DESCRIPTOR_LEN]
+        }
     }
 
     #[test]
@@ -542,18 +610,45 @@ mod tests {
                 reference_orientation(&ii, kp).to_bits()
             );
             for upright in [false, true] {
-                let d = distance(
-                    &describe(&ii, &a, upright),
-                    &reference_descriptor(&ii, &a, upright),
+                let fast = describe(&ii, &a, upright);
+                let definition = reference_descriptor(&ii, &a, upright, true);
+                assert_eq!(
+                    fast.map(f32::to_bits),
+                    definition.map(f32::to_bits),
+                    "{a:?} upright {upright}"
                 );
+                let d = distance(&fast, &reference_descriptor(&ii, &a, upright, false));
                 worst = worst.max(d);
             }
         }
         std::println!(
-            "{} points: worst L2 distance to the transcription {worst:e}",
+            "{} points: equal to the definition; worst L2 distance to OpenSURF's 2-D Gaussians \
+             {worst:e}",
             points.len()
         );
         assert!(worst < 1e-5, "{worst}");
+    }
+
+    #[test]
+    fn compile_time_weights_are_the_run_time_ones_and_the_kernel_constant() {
+        // surf.cl divides by this constant's bits; the const tables use the run-time operations.
+        assert_eq!((2.0 * PI * 2.5 * 2.5).to_bits(), 0x421d_1463);
+        let den = core::hint::black_box(2.0 * PI * 2.5 * 2.5);
+        for (i, row) in ORIENTATION_WEIGHTS.iter().enumerate() {
+            for (j, &w) in row.iter().enumerate() {
+                let n = core::hint::black_box((i * i + j * j) as f32);
+                assert_eq!(w.to_bits(), (math::expf(-n / 12.5) / den).to_bits());
+            }
+        }
+        for (r, &w) in SUBREGION_WEIGHTS.iter().enumerate() {
+            let gx = core::hint::black_box((r / 4) as f32 + 0.5 - 2.0);
+            let gy = (r % 4) as f32 + 0.5 - 2.0;
+            assert_eq!(
+                w.to_bits(),
+                math::expf(-(gx * gx + gy * gy) / 4.5).to_bits()
+            );
+        }
+        assert_eq!(PLAIN_WINDOWS, 35);
     }
 
     #[test]

@@ -5,17 +5,97 @@
 // one correctly rounded f32 multiply for the response, the packed 8-bit log-companded bytes,
 // strict 3x3x3 NMS, the Newton step of Brown & Lowe, OpenSURF's orientation and descriptor.
 // FP_CONTRACT is off so that no multiply-add is fused: the f32 results are then the same
-// IEEE operations, in the same order, as the Rust reference.
+// IEEE operations, in the same order, as the Rust reference. No double is used anywhere: the
+// Newton step and the elementary functions are the core's f32 definitions, and the host builds
+// with -cl-fp32-correctly-rounded-divide-sqrt where the device has it, so divisions and square
+// roots round as on the CPU.
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifdef cl_khr_fp64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-typedef double real_t;
-#else
-// Devices without doubles (some embedded boards) refine in f32: positions stay within the
-// tolerances, but a borderline keypoint may be kept/discarded differently from the CPU.
-typedef float real_t;
-#endif
+// ---------------------------------------------------------------------------------------------
+// The core's elementary functions (core/src/math.rs, docs/ARCHITECTURE.md), operation by
+// operation and in the same order; constants by their bits so that no decimal conversion of the
+// device compiler can differ.
+
+// 2^k for k in -126..=127, exactly.
+inline float pow2i(int k) { return as_float((uint)(k + 127) << 23); }
+
+// e^x within 1.5 ulp (math::expf).
+inline float surf_exp(float x) {
+    if (isnan(x)) return x;
+    if (x > as_float(0x42b17217u)) return INFINITY;  // 88.72283
+    if (x < as_float(0xc2cff1b4u)) return 0.0f;      // -103.97208
+    float t = x * as_float(0x3fb8aa3bu);             // log2(e)
+    int k = (int)(t + (t < 0.0f ? -0.5f : 0.5f));
+    float kf = (float)k;
+    float r = (x - kf * as_float(0x3f317200u)) - kf * as_float(0x35bfbe8eu);  // ln 2 hi, lo
+    float p = 1.0f +
+              r * (1.0f +
+                   r * (0.5f +
+                        r * (as_float(0x3e2aaaabu) +                // 1/6
+                             r * (as_float(0x3d2aaaabu) +           // 1/24
+                                  r * (as_float(0x3c088889u) +      // 1/120
+                                       r * (as_float(0x3ab60b61u) + // 1/720
+                                            r * as_float(0x39500d01u)))))));  // 1/5040
+    if (k > 127) return (p * pow2i(k - 1)) * 2.0f;
+    if (k < -126) return (p * pow2i(k + 64)) * pow2i(-64);
+    return p * pow2i(k);
+}
+
+// (sin x, cos x) within 2 ulp for |x| <= 4096 (math::sincosf).
+inline float2 surf_sincos(float x) {
+    if (!isfinite(x)) return (float2)(NAN, NAN);
+    if (fabs(x) > 4096.0f) x = fmod(x, as_float(0x40c90fdbu));  // exact remainder by 2 pi
+    float t = x * as_float(0x3f22f983u);                          // 2 / pi
+    int k = (int)(t + (t < 0.0f ? -0.5f : 0.5f));
+    float kf = (float)k;
+    float r = ((x - kf * as_float(0x3fc90000u)) - kf * as_float(0x39fdb000u)) -
+              kf * as_float(0xb33bbd2eu);  // pi / 2 in three parts
+    float z = r * r;
+    float s = ((as_float(0xb94ca1f9u) * z + as_float(0x3c08839eu)) * z - as_float(0x3e2aaaa3u)) *
+                  z * r +
+              r;
+    float c = ((as_float(0x37ccf5ceu) * z - as_float(0x3ab6061au)) * z + as_float(0x3d2aaaa5u)) *
+                  z * z -
+              0.5f * z + 1.0f;
+    switch (k & 3) {
+        case 0: return (float2)(s, c);
+        case 1: return (float2)(c, -s);
+        case 2: return (float2)(-s, -c);
+        default: return (float2)(-c, s);
+    }
+}
+
+#define SURF_PI_HI as_float(0x40490fdbu)
+#define SURF_PI_LO as_float(0xb3bbbd2eu)
+#define SURF_PIO2_HI as_float(0x3fc90fdbu)
+#define SURF_PIO2_LO as_float(0xb33bbd2eu)
+#define SURF_PIO4_HI as_float(0x3f490fdbu)
+#define SURF_PIO4_LO as_float(0xb2bbbd2eu)
+
+// atan2(y, x) within 3 ulp, C's special values (math::atan2f).
+inline float surf_atan2(float y, float x) {
+    if (isnan(x) || isnan(y)) return x + y;
+    float ax = fabs(x), ay = fabs(y);
+    if (ax == 0.0f && ay == 0.0f) {
+        return signbit(x) ? (signbit(y) ? -SURF_PI_HI : SURF_PI_HI) : y;
+    }
+    bool swap = ay > ax;
+    float n = swap ? ax : ay;
+    float d = swap ? ay : ax;
+    float t = d == INFINITY ? (n == INFINITY ? 1.0f : 0.0f) : n / d;
+    bool big = t > as_float(0x3ed413cdu);  // tan(pi / 8)
+    float u = big ? (t - 1.0f) / (t + 1.0f) : t;
+    float z = u * u;
+    float p = (((as_float(0x3da4f0d1u) * z - as_float(0x3e0e1b85u)) * z + as_float(0x3e4c925fu)) *
+                   z -
+               as_float(0x3eaaaa2au)) *
+                  z * u +
+              u;
+    float a = big ? SURF_PIO4_HI + (p + SURF_PIO4_LO) : p;
+    if (swap) a = (SURF_PIO2_HI - a) + SURF_PIO2_LO;
+    if (x < 0.0f) a = (SURF_PI_HI - a) + SURF_PI_LO;
+    return signbit(y) ? -a : a;
+}
 
 #define MAX_OCTAVES 6
 #define KP_WORDS 8
@@ -272,50 +352,60 @@ inline ulong rank_key(float response, int octave, int interval, int sy, int sx) 
            ((ulong)sy << 14) | (ulong)sx;
 }
 
-// Fit and append; v[dz][dy][dx] holds the 27 f32 responses around the centre.
+// The exact power of two 2^m, m = clamp(127 - E, -126, 127) with E the biased exponent of v
+// (surf::detect::unit_scale): scaling the cube by it changes no rounding but keeps the cubic
+// products of tiny responses out of the subnormals.
+inline float unit_scale(float v) {
+    int e = (int)((as_uint(v) >> 23) & 0xffu);
+    int m = clamp(127 - e, -126, 127);
+    return as_float((uint)(m + 127) << 23);
+}
+
+// Fit and append; v[dz][dy][dx] holds the 27 f32 responses around the centre. The Newton step is
+// surf::detect::newton_offset: f32, the same operations in the same order (ARCHITECTURE.md).
 inline void refine_and_append(float v[3][3][3], int oc, int interval, int sy, int sx, int step,
                               int laplacian, __global uint* cand, __global ulong* keys,
                               uint capacity, __global uint* result) {
-    real_t m = (real_t)v[1][1][1];
-    real_t dx = ((real_t)v[1][1][2] - (real_t)v[1][1][0]) / 2;
-    real_t dy = ((real_t)v[1][2][1] - (real_t)v[1][0][1]) / 2;
-    real_t ds = ((real_t)v[2][1][1] - (real_t)v[0][1][1]) / 2;
-    real_t dxx = (real_t)v[1][1][2] + (real_t)v[1][1][0] - 2 * m;
-    real_t dyy = (real_t)v[1][2][1] + (real_t)v[1][0][1] - 2 * m;
-    real_t dss = (real_t)v[2][1][1] + (real_t)v[0][1][1] - 2 * m;
-    real_t dxy = ((real_t)v[1][2][2] - (real_t)v[1][2][0] - (real_t)v[1][0][2] +
-                  (real_t)v[1][0][0]) / 4;
-    real_t dxs = ((real_t)v[2][1][2] - (real_t)v[2][1][0] - (real_t)v[0][1][2] +
-                  (real_t)v[0][1][0]) / 4;
-    real_t dys = ((real_t)v[2][2][1] - (real_t)v[2][0][1] - (real_t)v[0][2][1] +
-                  (real_t)v[0][0][1]) / 4;
-    // H = [[dxx dxy dxs] [dxy dyy dys] [dxs dys dss]], offset = -H^-1 d by cofactors.
-    real_t c00 = dyy * dss - dys * dys;
-    real_t c01 = dxs * dys - dxy * dss;
-    real_t c02 = dxy * dys - dxs * dyy;
-    real_t c11 = dxx * dss - dxs * dxs;
-    real_t c12 = dxs * dxy - dxx * dys;
-    real_t c22 = dxx * dyy - dxy * dxy;
-    real_t det = dxx * c00 + dxy * c01 + dxs * c02;
-    if (det == 0 || !isfinite(det)) return;
-    real_t ox = -(c00 * dx + c01 * dy + c02 * ds) / det;
-    real_t oy = -(c01 * dx + c11 * dy + c12 * ds) / det;
-    real_t os = -(c02 * dx + c12 * dy + c22 * ds) / det;
-    if (!(fabs(ox) < 0.5 && fabs(oy) < 0.5 && fabs(os) < 0.5)) return;
+    float ks = unit_scale(v[1][1][1]);
+#define C(s, y, x) (v[s][y][x] * ks)
+    float m = C(1, 1, 1);
+    float dx = (C(1, 1, 2) - C(1, 1, 0)) / 2.0f;
+    float dy = (C(1, 2, 1) - C(1, 0, 1)) / 2.0f;
+    float ds = (C(2, 1, 1) - C(0, 1, 1)) / 2.0f;
+    float hxx = C(1, 1, 2) + C(1, 1, 0) - 2.0f * m;
+    float hyy = C(1, 2, 1) + C(1, 0, 1) - 2.0f * m;
+    float hss = C(2, 1, 1) + C(0, 1, 1) - 2.0f * m;
+    float hxy = (C(1, 2, 2) - C(1, 2, 0) - C(1, 0, 2) + C(1, 0, 0)) / 4.0f;
+    float hxs = (C(2, 1, 2) - C(2, 1, 0) - C(0, 1, 2) + C(0, 1, 0)) / 4.0f;
+    float hys = (C(2, 2, 1) - C(2, 0, 1) - C(0, 2, 1) + C(0, 0, 1)) / 4.0f;
+#undef C
+    // Adjugate of the symmetric H = [[hxx hxy hxs] [hxy hyy hys] [hxs hys hss]].
+    float a00 = hyy * hss - hys * hys;
+    float a01 = hxs * hys - hxy * hss;
+    float a02 = hxy * hys - hxs * hyy;
+    float a11 = hxx * hss - hxs * hxs;
+    float a12 = hxy * hxs - hxx * hys;
+    float a22 = hxx * hyy - hxy * hxy;
+    float det = hxx * a00 + hxy * a01 + hxs * a02;
+    if (det == 0.0f || !isfinite(det)) return;
+    float ox = -(a00 * dx + a01 * dy + a02 * ds) / det;
+    float oy = -(a01 * dx + a11 * dy + a12 * ds) / det;
+    float os = -(a02 * dx + a12 * dy + a22 * ds) / det;
+    if (!(fabs(ox) < 0.5f && fabs(oy) < 0.5f && fabs(os) < 0.5f)) return;
     int L = filter_size(oc, interval);
     int Lp = filter_size(oc, interval - 1);
-    real_t x = ((real_t)sx + ox) * (real_t)step;
-    real_t y = ((real_t)sy + oy) * (real_t)step;
-    real_t scale = (real_t)0.1333 * ((real_t)L + os * (real_t)(L - Lp));
+    float x = ((float)sx + ox) * (float)step;
+    float y = ((float)sy + oy) * (float)step;
+    float scale = as_float(0x3e087fccu) * ((float)L + os * (float)(L - Lp));  // 0.1333
     uint slot = atomic_inc(&result[H_CANDIDATES]);
     if (slot >= capacity) {
         atomic_inc(&result[H_OVERFLOW]);
         return;
     }
     __global uint* rec = cand + (size_t)slot * KP_WORDS;
-    rec[0] = as_uint((float)x);
-    rec[1] = as_uint((float)y);
-    rec[2] = as_uint((float)scale);
+    rec[0] = as_uint(x);
+    rec[1] = as_uint(y);
+    rec[2] = as_uint(scale);
     rec[3] = as_uint(0.0f);
     rec[4] = as_uint(v[1][1][1]);
     rec[5] = (uint)oc | ((uint)interval << 8) | (((uint)(uchar)(char)laplacian) << 16);
@@ -507,16 +597,9 @@ inline float2 haar_xy_even(__global const uint* ii, int w, int h, int row, int c
 #define ORI_WINDOWS 42
 #define PI_F M_PI_F
 
-// atan2(y, x) mapped into [0, 2 pi), as surfcl-core's `describe::angle`.
-// With doubles, atan2 is evaluated in f64 and rounded once: that is the correctly rounded value,
-// which libm's atan2f on the CPU also returns in the vast majority of cases (a 1-ulp difference in
-// the angle can move a descriptor sample across a pixel boundary).
+// atan2(y, x) mapped into [0, 2 pi), as surfcl-core's `describe::angle` (with its atan2f).
 inline float get_angle(float x, float y) {
-#ifdef cl_khr_fp64
-    float a = (float)atan2((double)y, (double)x);
-#else
-    float a = atan2(y, x);
-#endif
+    float a = surf_atan2(y, x);
     if (a < 0.0f) {
         float b = a + 2.0f * PI_F;
         // A tiny negative angle rounds up to 2 pi exactly.
@@ -529,8 +612,9 @@ inline uint kept_count(__global const uint* result, uint capacity, uint max_keyp
     return min(min(result[H_CANDIDATES], capacity), max_keypoints);
 }
 
-// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, gauss) of
-// the 109 samples in OpenSURF's order.
+// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, -, -) of
+// the 109 samples in OpenSURF's order; the Gaussian weight is computed here with the core's
+// definition, expf(-(i^2 + j^2) / 12.5) / ((2 pi) 2.5) 2.5 (the CPU's ORIENTATION_WEIGHTS).
 __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
                           uint max_keypoints, __global const float4* ori_table,
                           __global uint* result) {
@@ -549,7 +633,7 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
         for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
             float4 t = ori_table[k];
             int i = (int)t.x, j = (int)t.y;
-            float g = t.z;
+            float g = surf_exp(-(float)(i * i + j * j) / 12.5f) / as_float(0x421d1463u);
             float2 hv = haar_xy_even(ii, w, h, r + j * s, c + i * s, 4 * s);
             float vx = g * hv.x;
             float vy = g * hv.y;
@@ -612,13 +696,9 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         float co = 1.0f, si = 0.0f;
         if (!upright) {
             float ori = as_float(rec[3]);
-#ifdef cl_khr_fp64
-            co = (float)cos((double)ori);
-            si = (float)sin((double)ori);
-#else
-            co = cos(ori);
-            si = sin(ori);
-#endif
+            float2 sc = surf_sincos(ori);
+            si = sc.x;
+            co = sc.y;
         }
         int haar = 2 * (int)round(scale);
         float x = (float)xi, y = (float)yi;
@@ -636,7 +716,9 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
             int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
             float ddx = (float)(xs - sample_x), ddy = (float)(ys - sample_y);
-            float g = exp(-(ddx * ddx + ddy * ddy) * inv_two_sigma1_sq);
+            // The separable weight e(|ddx|) e(|ddy|) of ARCHITECTURE.md (the CPU's table).
+            float g = surf_exp(-(ddx * ddx) * inv_two_sigma1_sq) *
+                      surf_exp(-(ddy * ddy) * inv_two_sigma1_sq);
             // `haar` = 2 * round(scale) is even.
             float2 hv = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
             float vx = hv.x, vy = hv.y;
@@ -654,7 +736,7 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             }
             int ib = region / 4, jb = region - ib * 4;
             float gx = (float)ib + 0.5f - 2.0f, gy = (float)jb + 0.5f - 2.0f;
-            float g2 = exp(-(gx * gx + gy * gy) / (2.0f * 1.5f * 1.5f));
+            float g2 = surf_exp(-(gx * gx + gy * gy) / (2.0f * 1.5f * 1.5f));
             sub[region * 4 + 0] = dx * g2;
             sub[region * 4 + 1] = dy * g2;
             sub[region * 4 + 2] = mdx * g2;

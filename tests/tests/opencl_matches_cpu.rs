@@ -115,44 +115,42 @@ fn assert_same_keypoints(
     let (kps, desc, dropped) = cpu;
     assert_eq!(gpu.keypoints.len(), kps.len());
     assert_eq!(gpu.dropped, *dropped);
-    let mut far = 0;
+    let mut rotated = 0;
     for (k, (a, b)) in kps.iter().zip(&gpu.keypoints).enumerate() {
         assert_eq!(
             (a.octave, a.interval, a.sample_x, a.sample_y, a.laplacian),
             (b.octave, b.interval, b.sample_x, b.sample_y, b.laplacian),
             "keypoint {k}"
         );
-        assert_eq!(a.response.to_bits(), b.response.to_bits(), "response {k}");
-        assert!(
-            (a.x - b.x).abs() <= 1e-3 && (a.y - b.y).abs() <= 1e-3,
-            "x/y {k}"
+        // Since issue 12 every step is a pinned f32 operation on both sides (the Newton step,
+        // atan2, sin/cos and exp are the core's own definitions, ported to the kernels), so the
+        // whole keypoint is bit-exact, orientation included.
+        assert_eq!(
+            [a.response, a.x, a.y, a.scale, a.orientation].map(f32::to_bits),
+            [b.response, b.x, b.y, b.scale, b.orientation].map(f32::to_bits),
+            "keypoint {k}: {a:?} vs {b:?}"
         );
-        assert!((a.scale - b.scale).abs() <= 1e-3 * a.scale, "scale {k}");
-        let d = (a.orientation - b.orientation).abs();
-        let d = d.min(std::f32::consts::TAU - d);
-        assert!(
-            d <= 1e-3,
-            "orientation {k}: {} vs {}",
-            a.orientation,
-            b.orientation
-        );
+        if a.orientation != 0.0 {
+            rotated += 1;
+        }
         let l2 = desc[k]
             .iter()
             .zip(&gpu.descriptors[k])
             .map(|(x, y)| (x - y) * (x - y))
             .sum::<f32>()
             .sqrt();
-        if l2 > 1e-4 {
-            far += 1;
-            // A 1-ulp orientation difference (libm's atan2f vs the device's) can move one of the
-            // 1296 samples across a pixel: such a descriptor differs by ~1e-2, no more.
-            assert!(oriented && l2 < 2e-2, "descriptor {k}: L2 {l2}");
-        }
+        // Bit-exact on PoCL (CI); a device that flushes subnormals could differ in the tiny
+        // Gaussian weights of far samples (ARCHITECTURE.md allows 1e-6 L2 there).
+        assert!(
+            desc[k].map(f32::to_bits) == gpu.descriptors[k].map(f32::to_bits),
+            "descriptor {k}: L2 {l2}"
+        );
     }
-    // At most 1 in 200 oriented descriptors may see such a flip.
+    // The oriented comparison is not vacuous (where there is something to compare).
     assert!(
-        far * 200 <= kps.len().max(1),
-        "{far} descriptors beyond 1e-4"
+        !oriented || kps.len() < 10 || rotated * 2 > kps.len(),
+        "{rotated} of {} rotated",
+        kps.len()
     );
 }
 

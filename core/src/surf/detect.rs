@@ -79,12 +79,14 @@ fn inside(sx: u32, sy: u32, border: u32, grid_w: usize, grid_h: usize) -> bool {
 }
 
 /// The detection decision on a neighbourhood: threshold, strict maximum over the 26 neighbours,
-/// then one Newton step (Brown & Lowe 2002) in `f64`:
+/// then one Newton step (Brown & Lowe 2002) in `f32`, with the operations and their order fixed
+/// by `docs/ARCHITECTURE.md` (the kernels repeat them bit for bit):
 /// gradient `d = [(c[1][1][2] - c[1][1][0]) / 2, (c[1][2][1] - c[1][0][1]) / 2,
 /// (c[2][1][1] - c[0][1][1]) / 2]`, Hessian by central differences, offset `-H^-1 d` (adjugate
-/// over determinant; singular when the determinant is 0 or not finite). Kept when every
-/// `|offset| < 0.5`: `x = (sx + ox) step`, `y = (sy + oy) step`,
-/// `scale = 0.1333 (L(o, i) + os (L(o, i) - L(o, i - 1)))`, response `c[1][1][1]`.
+/// over determinant; singular when the determinant is 0 or not finite), all on the cube scaled
+/// by an exact power of two. Kept when every `|offset| < 0.5`: `x = (sx + ox) step`,
+/// `y = (sy + oy) step`, `scale = 0.1333 (L(o, i) + os (L(o, i) - L(o, i - 1)))`, response
+/// `c[1][1][1]`.
 ///
 /// Does not check the border or the site's validity (see [`refine_exact`] and [`nms_border`]);
 /// `interval` should be 1 or 2.
@@ -114,13 +116,14 @@ pub fn refine_candidate(
         return Refinement::Unstable;
     }
     let (o, i) = (u32::from(site.octave), u32::from(site.interval));
-    let step = f64::from(sample_step(config, o));
-    let size = f64::from(filter_size(o, i));
-    let size_step = size - f64::from(filter_size(o, i.saturating_sub(1)));
+    // Every integer here is below 2^24, so each conversion is exact.
+    let step = sample_step(config, o) as f32;
+    let size = filter_size(o, i);
+    let size_step = size.saturating_sub(filter_size(o, i.saturating_sub(1))) as f32;
     Refinement::Keypoint(Keypoint {
-        x: ((f64::from(site.sx) + ox) * step) as f32,
-        y: ((f64::from(site.sy) + oy) * step) as f32,
-        scale: (0.1333 * (size + os * size_step)) as f32,
+        x: (site.sx as f32 + ox) * step,
+        y: (site.sy as f32 + oy) * step,
+        scale: 0.1333 * (size as f32 + os * size_step),
         orientation: 0.0,
         response: v,
         laplacian,
@@ -140,9 +143,22 @@ fn reaches(v: f32, threshold: f32) -> bool {
     )
 }
 
-/// `-H^-1 d` of the cube in `f64`, or `None` when `H` is singular.
-fn newton_offset(c: &ResponseCube) -> Option<(f64, f64, f64)> {
-    let g = |s: usize, y: usize, x: usize| f64::from(c[s][y][x]);
+/// The exact power of two `2^m`, `m = clamp(127 - E, -126, 127)` with `E` the biased exponent of
+/// `v`: it brings a normal `v` into `[1, 2)`. Multiplying by it changes no rounding (unless a value
+/// leaves the normal range), so the Newton step gives the same bits on the scaled cube as on the
+/// original, but its cubic products cannot underflow for the tiny responses of large filters.
+#[inline]
+fn unit_scale(v: f32) -> f32 {
+    let e = ((v.to_bits() >> 23) & 0xff) as i32;
+    let m = (127 - e).clamp(-126, 127);
+    f32::from_bits(((m + 127) as u32) << 23)
+}
+
+/// `-H^-1 d` of the cube in `f32` (ARCHITECTURE.md's operation order), or `None` when `H` is
+/// singular.
+fn newton_offset(c: &ResponseCube) -> Option<(f32, f32, f32)> {
+    let k = unit_scale(c[1][1][1]);
+    let g = |s: usize, y: usize, x: usize| c[s][y][x] * k;
     let v = g(1, 1, 1);
     let dx = (g(1, 1, 2) - g(1, 1, 0)) / 2.0;
     let dy = (g(1, 2, 1) - g(1, 0, 1)) / 2.0;
@@ -183,7 +199,7 @@ pub fn exact_cube(ii: &IntegralImage, config: &SurfConfig, site: SampleSite) -> 
     let step = sample_step(config, o) as i64;
     let stride = ii.width() + 1;
     for (ds, plane) in cube.iter_mut().enumerate() {
-        let filter = Filter::new(filter_size(o, i + ds as u32 - 1), stride);
+        let filter = Filter::octave(o, i + ds as u32 - 1, stride);
         for (dy, row) in plane.iter_mut().enumerate() {
             let r = (i64::from(site.sy) + dy as i64 - 1) * step;
             for (dx, value) in row.iter_mut().enumerate() {

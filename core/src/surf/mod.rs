@@ -66,7 +66,9 @@ pub use detect::{
     refine_candidate, refine_exact,
 };
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
-pub use response::{compute_octave_f32, compute_octave_packed, response_at, response_norm};
+pub use response::{
+    RESPONSE_NORMS, compute_octave_f32, compute_octave_packed, response_at, response_norm,
+};
 
 /// Largest number of octaves.
 pub const MAX_OCTAVES: u8 = 6;

@@ -31,14 +31,33 @@ pub struct PackedCodeTable {
     thresholds: [f32; CODES],
 }
 
+/// `2^(j / 8)` for `j` in `0..8`, rounded to `f32` (the literals are the correctly rounded
+/// decimal expansions; a test checks them against `f64`).
+const EIGHTH_POWERS: [f32; 8] = [
+    1.0,
+    1.090_507_7,
+    1.189_207_1,
+    1.296_839_6,
+    core::f32::consts::SQRT_2,
+    1.542_210_8,
+    1.681_792_9,
+    1.834_008_1,
+];
+
 impl PackedCodeTable {
-    /// The table of `threshold`: `T[k] = threshold * 2^((k - 1) / 8)` in `f64`, rounded to `f32`.
-    /// Non-decreasing for any finite `threshold >= 0` (validate the configuration first; a NaN
-    /// threshold gives a table that codes every response 0).
+    /// The table of `threshold`: `T[k] = (threshold * F[j]) * 2^q` with `k - 1 = 8 q + j`
+    /// (`j` in `0..8`) and `F[j] = 2^(j / 8)` rounded to `f32`: one rounded `f32` multiply, then
+    /// an exact power of two (while `T[k]` stays a normal `f32`), so no `f64` at run time.
+    /// Non-decreasing for any finite `threshold >= 0` (`F` increases and `F[7] < 2 F[0]`; validate
+    /// the configuration first; a NaN threshold gives a table that codes every response 0).
     pub fn new(threshold: f32) -> Self {
         let mut thresholds = [0f32; CODES];
+        let mut power = 1.0f32;
         for (k, t) in thresholds.iter_mut().enumerate() {
-            *t = (f64::from(threshold) * crate::math::exp2(k as f64 / 8.0)) as f32;
+            if k > 0 && k % 8 == 0 {
+                power *= 2.0;
+            }
+            *t = (threshold * EIGHTH_POWERS[k % 8]) * power;
         }
         Self { thresholds }
     }

@@ -3,8 +3,8 @@
 
 use super::packed::{PackedCodeTable, pack_byte};
 use super::{
-    INTERVALS, SurfConfig, SurfError, check_octave, filter_size, grid_size, sample_step,
-    words_per_sample,
+    INTERVALS, MAX_OCTAVES, SurfConfig, SurfError, check_octave, filter_size, grid_size,
+    sample_step, words_per_sample,
 };
 use crate::integral::IntegralImage;
 
@@ -15,12 +15,46 @@ const INTENSITY_SQ: f64 = 65025.0;
 /// `f32`. The 100 undoes the integer determinant's `100 Dxx Dyy - 81 Dxy^2` scaling, `L^4` is the
 /// squared filter area, `255^2` the intensity scale. The kernels receive this value from the host,
 /// so it has one definition. Returns 0 for a zero filter.
-pub fn response_norm(filter: u32) -> f32 {
+///
+/// A `const fn`: the detector never calls it at run time (that would be `f64` arithmetic, soft
+/// float on a single-precision FPU) but reads [`RESPONSE_NORMS`], which the compiler evaluates
+/// with it.
+pub const fn response_norm(filter: u32) -> f32 {
     if filter == 0 {
         return 0.0;
     }
-    let l = f64::from(filter);
+    let l = filter as f64;
     (1.0 / (100.0 * l * l * l * l * INTENSITY_SQ)) as f32
+}
+
+/// [`response_norm`] of every filter of the detector, `RESPONSE_NORMS[octave][interval] =
+/// response_norm(L(octave, interval))`, evaluated at compile time.
+pub const RESPONSE_NORMS: [[f32; INTERVALS as usize]; MAX_OCTAVES as usize] = {
+    let mut t = [[0f32; INTERVALS as usize]; MAX_OCTAVES as usize];
+    let mut o = 0;
+    while o < MAX_OCTAVES as usize {
+        let mut i = 0;
+        while i < INTERVALS as usize {
+            t[o][i] = response_norm(3 * ((i as u32 + 1) * (2 << o) + 1));
+            i += 1;
+        }
+        o += 1;
+    }
+    t
+};
+
+/// The norm of filter size `size`: [`RESPONSE_NORMS`] when it is one of the detector's sizes
+/// (always, on the detection paths), else [`response_norm`] at run time (only [`response_at`]
+/// with an arbitrary size can get there).
+fn norm_of(size: u32) -> f32 {
+    for (o, row) in RESPONSE_NORMS.iter().enumerate() {
+        for (i, &norm) in row.iter().enumerate() {
+            if filter_size(o as u32, i as u32) == size {
+                return norm;
+            }
+        }
+    }
+    response_norm(size)
 }
 
 /// The eight boxes of one filter size and their integral-table offsets.
@@ -39,8 +73,9 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    /// Geometry of filter size `size` for an integral table whose rows are `stride` entries.
-    pub(crate) fn new(size: u32, stride: usize) -> Self {
+    /// Geometry of filter size `size` with normalisation `norm` (its [`response_norm`]) for an
+    /// integral table whose rows are `stride` entries.
+    pub(crate) fn new(size: u32, norm: f32, stride: usize) -> Self {
         let size_i = size.min(i32::MAX as u32) as i32;
         let l = size_i / 3;
         let b = (size_i - 1).max(0) / 2;
@@ -65,8 +100,19 @@ impl Filter {
             half: b,
             rects,
             offsets,
-            norm: response_norm(size),
+            norm,
         }
+    }
+
+    /// Filter `interval` of `octave` (both in range: callers check the configuration), its norm
+    /// from [`RESPONSE_NORMS`].
+    pub(crate) fn octave(octave: u32, interval: u32, stride: usize) -> Self {
+        let norm = RESPONSE_NORMS
+            .get(octave as usize)
+            .and_then(|row| row.get(interval as usize))
+            .copied()
+            .unwrap_or(0.0);
+        Self::new(filter_size(octave, interval), norm, stride)
     }
 
     /// The exact integer terms `(Dxx, Dyy, Dxy)` at pixel `(row, col)`.
@@ -117,13 +163,13 @@ impl Filter {
 /// (`1` when `Dxx + Dyy >= 0`, a dark blob; `-1` otherwise): `(100 Dxx Dyy - 81 Dxy^2) as f32 *
 /// response_norm(filter)`, bit for bit what the kernels compute. Boxes are clipped to the image.
 pub fn response_at(ii: &IntegralImage, row: i32, col: i32, filter: u32) -> (f32, i8) {
-    Filter::new(filter, ii.width() + 1).response(ii, row, col)
+    Filter::new(filter, norm_of(filter), ii.width() + 1).response(ii, row, col)
 }
 
 /// The four filters of `octave`.
 pub(crate) fn octave_filters(ii: &IntegralImage, octave: u32) -> [Filter; 4] {
     let stride = ii.width() + 1;
-    [0, 1, 2, 3].map(|i| Filter::new(filter_size(octave, i), stride))
+    [0, 1, 2, 3].map(|i| Filter::octave(octave, i, stride))
 }
 
 /// Calls `f(sample_index, responses)` for every sample of `octave`'s grid, row by row.

@@ -178,12 +178,46 @@ fn packed_bytes_on_boat_match_response_at() {
 }
 
 #[test]
+fn response_norms_table_is_response_norm_of_every_filter() {
+    for o in 0..u32::from(MAX_OCTAVES) {
+        for i in 0..INTERVALS {
+            let l = core::hint::black_box(filter_size(o, i));
+            assert_eq!(RESPONSE_NORMS[o as usize][i as usize], response_norm(l));
+            assert_eq!(
+                response_norm(l),
+                (1.0 / (100.0 * f64::from(l).powi(4) * 65025.0)) as f32
+            );
+        }
+    }
+}
+
+#[test]
 fn code_table_is_log_companded_and_monotonic() {
     let t = PackedCodeTable::new(0.0004);
     let s = t.as_slice();
     assert_eq!(s[0], 0.0004);
     assert_eq!(s[8], 0.0008);
     assert!(s.windows(2).all(|w| w[0] < w[1]));
+    // The f32 definition is within one rounding of threshold * 2^((k - 1) / 8) in f64 (the old
+    // definition), and its factors 2^(j / 8) are the correctly rounded ones.
+    for (k, &v) in s.iter().enumerate() {
+        let exact = f64::from(0.0004f32) * (k as f64 / 8.0).exp2();
+        let ulp = f64::from(f32::from_bits(v.to_bits() + 1) - v);
+        assert!(
+            (f64::from(v) - exact).abs() <= ulp,
+            "T[{}] = {v} vs {exact}",
+            k + 1
+        );
+    }
+    let unit = PackedCodeTable::new(1.0);
+    for j in 0..8 {
+        assert_eq!(
+            unit.as_slice()[j],
+            (j as f64 / 8.0).exp2() as f32,
+            "2^({j}/8)"
+        );
+        assert_eq!(unit.as_slice()[j + 8], 2.0 * unit.as_slice()[j]);
+    }
     assert_eq!(t.code(f32::NAN), 0);
     assert_eq!(t.code(-1.0), 0);
     assert_eq!(t.code(f32::from_bits(0.0004f32.to_bits() - 1)), 0);

@@ -121,6 +121,16 @@ pub(crate) fn filter_size(octave: usize, interval: usize) -> usize {
     3 * ((interval + 1) * (2 << octave) + 1)
 }
 
+/// Whether the device rounds `f32` division and square root correctly on request
+/// (`-cl-fp32-correctly-rounded-divide-sqrt` is only valid then).
+fn fp32_correctly_rounded(selected: &Selected) -> bool {
+    matches!(
+        selected.device.info(ocl::enums::DeviceInfo::SingleFpConfig),
+        Ok(ocl::enums::DeviceInfoResult::SingleFpConfig(c))
+            if c.contains(ocl::flags::DeviceFpConfig::CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    )
+}
+
 /// The 109 orientation samples `(i, j, gauss(i, j, 2.5))` in OpenSURF's order, the weights
 /// computed as `surfcl_core::describe::assign_orientation` does.
 fn orientation_table() -> Vec<f32> {
@@ -211,7 +221,13 @@ impl Gpu {
         Program::builder()
             .src(src)
             .devices(self.selected.device)
-            .cmplr_opt("-cl-std=CL1.2")
+            // Correctly rounded f32 division and sqrt where the device has them: the Newton step,
+            // atan2 and the descriptor's normalisation then round as on the CPU.
+            .cmplr_opt(if fp32_correctly_rounded(&self.selected) {
+                "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt"
+            } else {
+                "-cl-std=CL1.2"
+            })
             .build(&self.context)
             .map_err(|e| OpenClError::Build {
                 file,
