@@ -154,11 +154,15 @@ impl OutputFile {
             .permissions(Permissions::from_mode(0o666))
             .tempfile_in(&folder)
             .map_err(|e| {
+                // tempfile appends ` at path "<temporary name>"` to the OS error: the user
+                // needs the reason, not our temporary name.
+                let text = e.to_string();
+                let reason = text.split(" at path \"").next().unwrap_or(&text).to_owned();
                 Error::io(
                     path,
                     std::io::Error::new(
                         e.kind(),
-                        format!("cannot create a file in {}: {e}", folder.display()),
+                        format!("cannot create a file in {}: {reason}", folder.display()),
                     ),
                 )
             })?;
@@ -309,6 +313,15 @@ mod tests {
         assert!(e.contains("x.json") && e.contains("does not exist"), "{e}");
         let e = OutputFile::prepare(dir.path()).unwrap_err().to_string();
         assert!(e.contains("is a directory"), "{e}");
+        // A folder where nothing can be created: the reason, without the temporary name.
+        let e = OutputFile::prepare(Path::new("/proc/x.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/proc/x.json: cannot create a file in /proc"),
+            "{e}"
+        );
+        assert!(!e.contains(".part"), "{e}");
         // A device is written in place, never replaced.
         let null = OutputFile::prepare(Path::new("/dev/null")).unwrap();
         null.write(b"x").unwrap().persist().unwrap();
