@@ -130,12 +130,11 @@ fn angle(x: f32, y: f32) -> f32 {
     }
 }
 
-/// Entries of the per-keypoint 1-D Gaussian table of [`describe`] (enough for scales up to
-/// about 35; beyond, the factors are computed directly, with the same bits). 1 KB of stack.
-const GAUSS_TABLE: usize = 256;
+/// Entries of the per-keypoint 1-D Gaussian table of [`describe`]: every distance of keypoints
+/// up to scale 17 (oriented) or 25 (upright); larger distances compute the factor directly, with
+/// the same bits. 512 bytes of stack.
+const GAUSS_TABLE: usize = 128;
 
-/// Number of orientation samples (`i^2 + j^2 < 36` in `[-6, 6]^2`).
-const ORIENTATION_SAMPLES: usize = 109;
 /// Number of orientation windows: `0.15 k < 2 pi` for `k = 0..42`.
 const WINDOWS: usize = 42;
 
@@ -186,48 +185,43 @@ const PLAIN_WINDOWS: usize = {
 };
 
 /// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
+// Not inlined: inside `describe_all` its locals would be added to `describe`'s in one frame
+// (2.2 KB on thumbv7em instead of two frames of at most 1.6 KB).
+#[inline(never)]
 pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
     let r = math::roundf(kp.y) as i32;
     let c = math::roundf(kp.x) as i32;
-    let mut res_x = [0f32; ORIENTATION_SAMPLES];
-    let mut res_y = [0f32; ORIENTATION_SAMPLES];
-    let mut ang = [0f32; ORIENTATION_SAMPLES];
-    let mut n = 0;
+    let two_pi = 2.0 * PI;
+    let plain = PLAIN_WINDOWS;
+    // Window k spans the open interval (ang1, ang2). Each sample is added to its windows as soon
+    // as it is computed, in sample order, which adds each window's samples in the same order as
+    // a window-by-window loop (and needs no per-sample arrays). A sample can only be inside the
+    // plain windows whose ang1 lies within about pi/3 below its angle, so only those (with one
+    // window of margin each side) and the wrapping ones are tested, with the exact rule.
+    let mut sums = [(0f32, 0f32); WINDOWS];
     for i in -6i32..=6 {
         for j in -6i32..=6 {
-            if i * i + j * j < 36 {
-                let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
-                let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
-                res_x[n] = w * hx;
-                res_y[n] = w * hy;
-                ang[n] = angle(res_x[n], res_y[n]);
-                n += 1;
+            if i * i + j * j >= 36 {
+                continue;
             }
-        }
-    }
-    let two_pi = 2.0 * PI;
-    // Window k spans the open interval (ang1, ang2). Sums are accumulated sample by sample, in
-    // sample order, which adds each window's samples in the same order as a window-by-window
-    // loop. A sample can only be inside the plain windows whose ang1 lies within about pi/3
-    // below its angle, so only those (with one window of margin each side) and the wrapping ones
-    // are tested, with the exact rule.
-    let plain = PLAIN_WINDOWS;
-    let mut sums = [(0f32, 0f32); WINDOWS];
-    for idx in 0..n {
-        let a = ang[idx];
-        let lo = (((a - PI / 3.0) / 0.15) as i32 - 1).max(0) as usize;
-        let hi = ((a / 0.15) as usize + 2).min(plain);
-        for k in (lo..hi).chain(plain..WINDOWS) {
-            let (ang1, ang2) = WINDOW_BOUNDS[k];
-            let inside = if ang1 < ang2 {
-                ang1 < a && a < ang2
-            } else {
-                (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
-            };
-            if inside {
-                sums[k].0 += res_x[idx];
-                sums[k].1 += res_y[idx];
+            let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
+            let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
+            let (res_x, res_y) = (w * hx, w * hy);
+            let a = angle(res_x, res_y);
+            let lo = (((a - PI / 3.0) / 0.15) as i32 - 1).max(0) as usize;
+            let hi = ((a / 0.15) as usize + 2).min(plain);
+            for k in (lo..hi).chain(plain..WINDOWS) {
+                let (ang1, ang2) = WINDOW_BOUNDS[k];
+                let inside = if ang1 < ang2 {
+                    ang1 < a && a < ang2
+                } else {
+                    (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
+                };
+                if inside {
+                    sums[k].0 += res_x;
+                    sums[k].1 += res_y;
+                }
             }
         }
     }
@@ -260,7 +254,7 @@ fn subregions_of(kk: usize) -> core::ops::RangeInclusive<usize> {
 /// The 24x24 samples are visited once each, row by row (`k` outer, `l` inner), and every sample
 /// is added to the one to four overlapping sub-regions that contain it: each sub-region then
 /// receives its 81 samples in OpenSURF's order, so its sums are those of the literal loop of
-/// `docs/ARCHITECTURE.md`, with about 1.5 KB of stack.
+/// `docs/ARCHITECTURE.md`, with about 1.4 KB of stack.
 pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
     let scale = kp.scale;
     let x = math::roundf(kp.x);
@@ -309,8 +303,9 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
             );
         }
     }
-    // (dx, dy, |dx|, |dy|) of each sub-region.
-    let mut sums = [[0f32; 4]; 16];
+    // (dx, dy, |dx|, |dy|) of each sub-region, at 4 (a * 4 + b); weighted and normalised in
+    // place at the end (no second 64-entry array on the stack).
+    let mut desc = [0f32; DESCRIPTOR_LEN];
     for kk in 0..24usize {
         let kf = (kk as i32 - 12) as f32;
         for ll in 0..24usize {
@@ -327,7 +322,7 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
                     let gauss = factor(xs - sample_x) * factor(ys - sample_y);
                     let rrx = gauss * u;
                     let rry = gauss * v;
-                    let acc = &mut sums[a * 4 + b];
+                    let acc = &mut desc[(a * 4 + b) * 4..][..4];
                     acc[0] += rrx;
                     acc[1] += rry;
                     acc[2] += math::fabsf(rrx);
@@ -336,12 +331,10 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
             }
         }
     }
-    let mut desc = [0f32; DESCRIPTOR_LEN];
     let mut len = 0f32;
-    for (r, (acc, out)) in sums.iter().zip(desc.chunks_exact_mut(4)).enumerate() {
-        let gauss2 = SUBREGION_WEIGHTS[r];
-        let [dx, dy, mdx, mdy] = *acc;
-        out.copy_from_slice(&[dx * gauss2, dy * gauss2, mdx * gauss2, mdy * gauss2]);
+    for (acc, &gauss2) in desc.chunks_exact_mut(4).zip(SUBREGION_WEIGHTS.iter()) {
+        let (dx, dy, mdx, mdy) = (acc[0], acc[1], acc[2], acc[3]);
+        acc.copy_from_slice(&[dx * gauss2, dy * gauss2, mdx * gauss2, mdy * gauss2]);
         len += (dx * dx + dy * dy + mdx * mdx + mdy * mdy) * gauss2 * gauss2;
     }
     let len = math::sqrtf(len);

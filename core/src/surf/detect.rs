@@ -7,7 +7,7 @@
 //! mode does for each 8-bit candidate, and what a GPU path can call on the candidates it read back).
 
 use super::packed::{PackedCodeTable, PackedResponses};
-use super::response::{Filter, fill_f32_bits, fill_packed, octave_filters};
+use super::response::{Filter, fill_f32_bits, fill_packed};
 use super::{
     INTERVALS, Precision, SurfConfig, SurfError, filter_size, grid_size, sample_step, scratch_len,
 };
@@ -318,9 +318,11 @@ fn scan_f32<S: KeypointSink>(
     stats: &mut DetectStats,
 ) {
     let at = |sx: usize, sy: usize, i: usize| f32::from_bits(maps[(sy * gw + sx) * 4 + i]);
-    let filters = octave_filters(ii, octave);
     let step = sample_step(config, octave) as i32;
-    for (interval, filter) in filters.iter().enumerate().take(3).skip(1) {
+    for interval in 1..=2usize {
+        // Only the maxima need it (for the Laplacian sign); one filter, not the octave's four,
+        // keeps `detect`'s frame small.
+        let filter = Filter::octave(octave, interval as u32, ii.width() + 1);
         let border = nms_border(config, octave, interval as u32) as usize;
         for sy in border + 1..gh.saturating_sub(border) {
             for sx in border + 1..gw.saturating_sub(border) {

@@ -60,13 +60,12 @@ fn norm_of(size: u32) -> f32 {
 /// The eight boxes of one filter size and their integral-table offsets.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Filter {
+    /// Filter size `L` (at most `i32::MAX`).
+    size: i32,
     /// Half-size `b = (L - 1) / 2`: the footprint is rows/columns `[-b, b]` around the sample.
     half: i32,
-    /// `(row, col, rows, cols)` relative to the sample: Dxx outer, Dxx middle, Dyy outer, Dyy
-    /// middle, then the four Dxy quadrants `+ + - -`.
-    rects: [[i32; 4]; 8],
-    /// For each rect, the table offsets of its corners `(r0,c0), (r0,c1), (r1,c0), (r1,c1)`
-    /// relative to the sample's table index, for the unclamped fast path.
+    /// For each rect of [`Filter::rects`], the table offsets of its corners `(r0,c0), (r0,c1),
+    /// (r1,c0), (r1,c1)` relative to the sample's table index, for the unclamped fast path.
     offsets: [[isize; 4]; 8],
     /// [`response_norm`] of this size.
     norm: f32,
@@ -76,19 +75,8 @@ impl Filter {
     /// Geometry of filter size `size` with normalisation `norm` (its [`response_norm`]) for an
     /// integral table whose rows are `stride` entries.
     pub(crate) fn new(size: u32, norm: f32, stride: usize) -> Self {
-        let size_i = size.min(i32::MAX as u32) as i32;
-        let l = size_i / 3;
-        let b = (size_i - 1).max(0) / 2;
-        let rects = [
-            [-l + 1, -b, 2 * l - 1, size_i],
-            [-l + 1, -(l / 2), 2 * l - 1, l],
-            [-b, -l + 1, size_i, 2 * l - 1],
-            [-(l / 2), -l + 1, l, 2 * l - 1],
-            [-l, 1, l, l],
-            [1, -l, l, l],
-            [-l, -l, l, l],
-            [1, 1, l, l],
-        ];
+        let size = size.min(i32::MAX as u32) as i32;
+        let rects = Self::rects_of(size);
         let s = stride as isize;
         let mut offsets = [[0isize; 4]; 8];
         for (o, r) in offsets.iter_mut().zip(rects.iter()) {
@@ -97,11 +85,29 @@ impl Filter {
             *o = [r0 * s + c0, r0 * s + c1, r1 * s + c0, r1 * s + c1];
         }
         Self {
-            half: b,
-            rects,
+            size,
+            half: (size - 1).max(0) / 2,
             offsets,
             norm,
         }
+    }
+
+    /// `(row, col, rows, cols)` of the eight boxes of size `size` relative to the sample: Dxx
+    /// outer, Dxx middle, Dyy outer, Dyy middle, then the four Dxy quadrants `+ + - -`. Recomputed
+    /// where needed rather than stored, which halves the size of a `Filter` (stack on an MCU).
+    fn rects_of(size: i32) -> [[i32; 4]; 8] {
+        let l = size / 3;
+        let b = (size - 1).max(0) / 2;
+        [
+            [-l + 1, -b, 2 * l - 1, size],
+            [-l + 1, -(l / 2), 2 * l - 1, l],
+            [-b, -l + 1, size, 2 * l - 1],
+            [-(l / 2), -l + 1, l, 2 * l - 1],
+            [-l, 1, l, l],
+            [1, -l, l, l],
+            [-l, -l, l, l],
+            [1, 1, l, l],
+        ]
     }
 
     /// Filter `interval` of `octave` (both in range: callers check the configuration), its norm
@@ -134,7 +140,7 @@ impl Filter {
                 *sum = i64::from(v);
             }
         } else {
-            for (sum, q) in s.iter_mut().zip(self.rects.iter()) {
+            for (sum, q) in s.iter_mut().zip(Self::rects_of(self.size).iter()) {
                 *sum = i64::from(ii.box_sum(
                     row.saturating_add(q[0]),
                     col.saturating_add(q[1]),
