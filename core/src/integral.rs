@@ -18,11 +18,22 @@
 
 use crate::image::{GrayImage, ImageError, check_dimensions};
 
-/// Number of `u32` entries of the integral image of a `width x height` image.
+/// Number of `u32` entries of the integral image of a `width x height` image (checked: the size
+/// must be a valid image size). See [`integral_capacity`] for sizing a static buffer.
 pub fn integral_len(width: usize, height: usize) -> Result<usize, ImageError> {
     check_dimensions(width, height)?;
-    // Cannot overflow: both sides are at most MAX_DIMENSION.
-    Ok((width + 1) * (height + 1))
+    Ok(integral_capacity(width, height))
+}
+
+/// `(max_width + 1) * (max_height + 1)`: the `u32` entries of the integral image of the largest
+/// frame, as a `const fn` so that firmware can size a `static` with it
+/// (`static mut TABLE: [u32; integral_capacity(320, 240)]`). Every image of at most
+/// `max_width x max_height` pixels needs at most this many (its [`integral_len`]; pass
+/// `&mut table[..len]`). Saturates instead of overflowing; no size checks (see [`integral_len`]).
+pub const fn integral_capacity(max_width: usize, max_height: usize) -> usize {
+    max_width
+        .saturating_add(1)
+        .saturating_mul(max_height.saturating_add(1))
 }
 
 /// An integral image borrowed from a caller-provided buffer.
@@ -144,6 +155,17 @@ mod tests {
                 assert_eq!(ii.box_sum(r, c, rows, cols), direct);
             }
         }
+    }
+
+    #[test]
+    fn capacity_is_the_checked_length_and_bounds_smaller_images() {
+        const QVGA: usize = integral_capacity(320, 240);
+        assert_eq!(QVGA, 321 * 241);
+        for (w, h) in [(1, 1), (320, 240), (17, 400), (4096, 4112)] {
+            assert_eq!(integral_len(w, h).unwrap(), integral_capacity(w, h));
+            assert!(integral_len(w / 2 + 1, h).unwrap() <= integral_capacity(w, h));
+        }
+        assert_eq!(integral_capacity(usize::MAX, 2), usize::MAX);
     }
 
     #[test]

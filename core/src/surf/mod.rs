@@ -228,16 +228,42 @@ pub fn grid_size(width: usize, height: usize, step: u32) -> (usize, usize) {
 
 /// Number of `u32` scratch words [`detect`] needs for a `width x height` image: the response maps
 /// of one octave at a time (octave 0 is the largest), 4 words per sample in [`Precision::F32`]
-/// and 1 in [`Precision::Packed8`]. May be 0 for tiny images.
+/// and 1 in [`Precision::Packed8`]. May be 0 for tiny images. Checks the configuration and the
+/// size; see [`scratch_capacity`] for sizing a static buffer.
 pub fn scratch_len(config: &SurfConfig, width: usize, height: usize) -> Result<usize, SurfError> {
     config.validate()?;
     check_dimensions(width, height)?;
-    let (gw, gh) = grid_size(width, height, sample_step(config, 0));
-    Ok(gw * gh * words_per_sample(config.precision))
+    Ok(scratch_capacity(
+        width,
+        height,
+        config.precision,
+        config.init_sample_step,
+    ))
+}
+
+/// The scratch words of the largest frame, as a `const fn` so that firmware can size a `static`
+/// with it: `(max_width / s) * (max_height / s) * words` with `s = init_sample_step` (octave 0's
+/// grid) and `words` 4 for [`Precision::F32`], 1 for [`Precision::Packed8`]
+/// (`static mut SCRATCH: [u32; scratch_capacity(320, 240, Precision::Packed8, 2)]`: 19 200
+/// words). Every image of at most `max_width x max_height` pixels, with the same precision and
+/// step, needs at most this many (its [`scratch_len`]). Saturates; a step of 0 gives 0; no checks.
+pub const fn scratch_capacity(
+    max_width: usize,
+    max_height: usize,
+    precision: Precision,
+    init_sample_step: u8,
+) -> usize {
+    if init_sample_step == 0 {
+        return 0;
+    }
+    let step = init_sample_step as usize;
+    (max_width / step)
+        .saturating_mul(max_height / step)
+        .saturating_mul(words_per_sample(precision))
 }
 
 /// `u32` words per sample of a response map.
-fn words_per_sample(precision: Precision) -> usize {
+const fn words_per_sample(precision: Precision) -> usize {
     match precision {
         Precision::F32 => INTERVALS as usize,
         Precision::Packed8 => 1,

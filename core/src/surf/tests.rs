@@ -178,6 +178,30 @@ fn packed_bytes_on_boat_match_response_at() {
 }
 
 #[test]
+fn scratch_capacity_is_const_and_bounds_every_smaller_frame() {
+    const QVGA_PACKED: usize = scratch_capacity(320, 240, Precision::Packed8, 2);
+    const QVGA_F32: usize = scratch_capacity(320, 240, Precision::F32, 2);
+    assert_eq!((QVGA_PACKED, QVGA_F32), (160 * 120, 4 * 160 * 120));
+    let mut rng = StdRng::seed_from_u64(3);
+    for precision in [Precision::F32, Precision::Packed8] {
+        for step in [1u8, 2] {
+            let config = SurfConfig {
+                precision,
+                init_sample_step: step,
+                ..SurfConfig::default()
+            };
+            let cap = scratch_capacity(321, 239, precision, step);
+            assert_eq!(scratch_len(&config, 321, 239).unwrap(), cap);
+            for _ in 0..200 {
+                let (w, h) = (rng.gen_range(1..=321), rng.gen_range(1..=239));
+                assert!(scratch_len(&config, w, h).unwrap() <= cap);
+            }
+        }
+    }
+    assert_eq!(scratch_capacity(100, 100, Precision::F32, 0), 0);
+}
+
+#[test]
 fn response_norms_table_is_response_norm_of_every_filter() {
     for o in 0..u32::from(MAX_OCTAVES) {
         for i in 0..INTERVALS {
