@@ -32,6 +32,7 @@ extern crate alloc;
 mod math;
 
 pub mod describe;
+pub mod fixed;
 pub mod harris;
 pub mod homography;
 pub mod image;

@@ -6,6 +6,7 @@
 //! [`refine_exact`] first recomputes that neighbourhood from the integral image (what the packed
 //! mode does for each 8-bit candidate, and what a GPU path can call on the candidates it read back).
 
+use super::arith::{Float, scan_maps};
 use super::packed::{PackedCodeTable, PackedResponses};
 use super::response::{Filter, fill_f32_bits, fill_packed};
 use super::{
@@ -273,7 +274,7 @@ pub fn detect<S: KeypointSink>(
             None => {
                 let maps = &mut scratch[..gw * gh * INTERVALS as usize];
                 fill_f32_bits(ii, config, octave, maps);
-                scan_f32(ii, config, octave, maps, gw, gh, sink, &mut stats);
+                scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, &mut stats);
             }
             Some(table) => {
                 let maps = &mut scratch[..gw * gh];
@@ -290,7 +291,7 @@ pub fn detect<S: KeypointSink>(
 }
 
 /// Records one decision.
-fn record<S: KeypointSink>(r: Refinement, sink: &mut S, stats: &mut DetectStats) {
+pub(crate) fn record<S: KeypointSink>(r: Refinement, sink: &mut S, stats: &mut DetectStats) {
     match r {
         Refinement::Keypoint(k) => {
             stats.maxima += 1;
@@ -302,66 +303,6 @@ fn record<S: KeypointSink>(r: Refinement, sink: &mut S, stats: &mut DetectStats)
             stats.discarded += 1;
         }
         Refinement::NotInterior | Refinement::BelowThreshold | Refinement::NotMaximum => {}
-    }
-}
-
-/// NMS over one octave's `f32` maps (stored as bits, grid-major, 4 per sample).
-#[allow(clippy::too_many_arguments)]
-fn scan_f32<S: KeypointSink>(
-    ii: &IntegralImage,
-    config: &SurfConfig,
-    octave: u32,
-    maps: &[u32],
-    gw: usize,
-    gh: usize,
-    sink: &mut S,
-    stats: &mut DetectStats,
-) {
-    let at = |sx: usize, sy: usize, i: usize| f32::from_bits(maps[(sy * gw + sx) * 4 + i]);
-    let step = sample_step(config, octave) as i32;
-    for interval in 1..=2usize {
-        // Only the maxima need it (for the Laplacian sign); one filter, not the octave's four,
-        // keeps `detect`'s frame small.
-        let filter = Filter::octave(octave, interval as u32, ii.width() + 1);
-        let border = nms_border(config, octave, interval as u32) as usize;
-        for sy in border + 1..gh.saturating_sub(border) {
-            for sx in border + 1..gw.saturating_sub(border) {
-                let v = at(sx, sy, interval);
-                if !reaches(v, config.threshold) {
-                    continue;
-                }
-                stats.candidates += 1;
-                let mut cube = [[[0f32; 3]; 3]; 3];
-                let mut is_max = true;
-                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
-                    for (dy, row) in plane.iter_mut().enumerate() {
-                        for (dx, value) in row.iter_mut().enumerate() {
-                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
-                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
-                                is_max = false;
-                                break 'outer;
-                            }
-                            *value = n;
-                        }
-                    }
-                }
-                if !is_max {
-                    continue;
-                }
-                let (_, laplacian) = filter.response(ii, sy as i32 * step, sx as i32 * step);
-                let site = SampleSite {
-                    octave: octave as u8,
-                    interval: interval as u8,
-                    sx: sx as u32,
-                    sy: sy as u32,
-                };
-                record(
-                    refine_candidate(config, site, &cube, laplacian),
-                    sink,
-                    stats,
-                );
-            }
-        }
     }
 }
 

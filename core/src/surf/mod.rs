@@ -57,13 +57,19 @@ use core::fmt;
 
 use crate::image::{ImageError, check_dimensions};
 
+mod arith;
 mod detect;
+mod fixed;
 mod packed;
 mod response;
 
+pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
     DetectStats, Refinement, ResponseCube, SampleSite, detect, exact_cube, nms_border,
     refine_candidate, refine_exact,
+};
+pub use fixed::{
+    FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,
 };
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
 pub use response::{
@@ -127,7 +133,14 @@ impl SurfConfig {
         if !matches!(self.init_sample_step, 1 | 2) {
             return Err(SurfError::InvalidSampleStep(self.init_sample_step));
         }
-        if !self.threshold.is_finite() || self.threshold < 0.0 {
+        // Decided on the bits, not with float comparisons: the fixed-point path validates the
+        // same configuration and must not pull software floating point into an FPU-less build.
+        // Finite: the exponent is not all ones; `>= 0`: the sign bit is clear, or the value is
+        // -0.0.
+        let bits = self.threshold.to_bits();
+        let finite = bits & 0x7f80_0000 != 0x7f80_0000;
+        let non_negative = bits >> 31 == 0 || bits == 0x8000_0000;
+        if !(finite && non_negative) {
             return Err(SurfError::InvalidThreshold(self.threshold));
         }
         Ok(())

@@ -1,0 +1,335 @@
+//! Orientation and Q7 SURF-64 descriptors in fixed point: the definitions of
+//! [`crate::describe`] (OpenSURF's `getOrientation` and `getDescriptor`) with integer
+//! arithmetic. Haar responses are exact integers in both; the Gaussian weights, the angle, the
+//! rotation and the normalisation are fixed-point here, so the results are close to, not equal
+//! to, the `f32` path's (compared in the tests).
+
+use super::{
+    POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, exp_neg_q16, f32_from_fixed,
+    fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
+};
+use crate::describe::{DescribeError, haar_x, haar_y};
+use crate::integral::IntegralImage;
+use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
+
+/// Orientation samples `(i, j)` with `i^2 + j^2 < 36` in `[-6, 6]^2`, `i` outer, and their
+/// Gaussian weights `exp(-(i^2 + j^2) / 12.5)` in Q16 (the constant factor of the `f32` path's
+/// Gaussian is left out: it changes no angle).
+const ORIENTATION: [(i8, i8, i32); 109] = {
+    let mut table = [(0i8, 0i8, 0i32); 109];
+    let mut n = 0;
+    let mut i = -6i32;
+    while i <= 6 {
+        let mut j = -6i32;
+        while j <= 6 {
+            if i * i + j * j < 36 {
+                let w = const_exp(-((i * i + j * j) as f64) / 12.5);
+                table[n] = (i as i8, j as i8, (w * 65536.0 + 0.5) as i32);
+                n += 1;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    table
+};
+
+/// The window step 0.15 rad and the window width pi/3, in Q16.
+const WINDOW_STEP_Q16: i64 = 9_830; // round(0.15 * 2^16)
+/// pi/3 in Q16.
+const WINDOW_WIDTH_Q16: i64 = 68_629; // round(pi / 3 * 2^16)
+/// 5 pi/3 in Q16.
+const FIVE_PI_3_Q16: i64 = 343_146; // round(5 pi / 3 * 2^16)
+/// Windows `k = 0..42` (`0.15 k < 2 pi`).
+const WINDOWS: i64 = 42;
+
+/// Assigns `kp.orientation` from Haar responses around the keypoint, in fixed point (the
+/// `f32` path's definition: 109 Gaussian-weighted samples, the longest sum in a sliding pi/3
+/// window). The angle is computed in Q16 and stored exactly in the `f32` field.
+pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
+    let s = round_fixed(fixed_from_f32(kp.scale, POS_FRAC), POS_FRAC) as i32;
+    let r = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
+    let c = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
+    // Weighted responses >> 8 fit i32 (|haar| < 2^21 for scales up to 64, weights < 2^17), which
+    // keeps this frame well under 2 KB; 8 of their ~37 bits are more than the angle needs.
+    let mut rx = [0i32; 109];
+    let mut ry = [0i32; 109];
+    let mut angle = [0i32; 109];
+    for (n, &(i, j, w)) in ORIENTATION.iter().enumerate() {
+        let (i, j) = (i32::from(i), i32::from(j));
+        let row = r.saturating_add(j.saturating_mul(s));
+        let col = c.saturating_add(i.saturating_mul(s));
+        let size = s.saturating_mul(4);
+        let (hx, hy) = haar_pair(ii, row, col, size);
+        let wx = (i64::from(w) * hx) >> 8;
+        let wy = (i64::from(w) * hy) >> 8;
+        rx[n] = wx.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+        ry[n] = wy.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+        angle[n] = atan2_q16(wy, wx) as i32;
+    }
+    let mut best: u128 = 0;
+    let mut best_sum = (0i64, 0i64);
+    for k in 0..WINDOWS {
+        let ang1 = k * WINDOW_STEP_Q16;
+        let ang2 = if ang1 + WINDOW_WIDTH_Q16 > TWO_PI_Q16 {
+            ang1 - FIVE_PI_3_Q16
+        } else {
+            ang1 + WINDOW_WIDTH_Q16
+        };
+        let (mut sx, mut sy) = (0i64, 0i64);
+        for n in 0..109 {
+            let a = i64::from(angle[n]);
+            let inside = if ang1 < ang2 {
+                ang1 < a && a < ang2
+            } else {
+                (a > 0 && a < ang2) || (a > ang1 && a < TWO_PI_Q16)
+            };
+            if inside {
+                sx += i64::from(rx[n]);
+                sy += i64::from(ry[n]);
+            }
+        }
+        let length = (sx as i128 * sx as i128 + sy as i128 * sy as i128) as u128;
+        if length > best {
+            best = length;
+            best_sum = (sx, sy);
+        }
+    }
+    let orientation = if best > 0 {
+        atan2_q16(best_sum.1, best_sum.0)
+    } else {
+        0
+    };
+    kp.orientation = f32_from_fixed(orientation, POS_FRAC);
+}
+
+/// Both Haar wavelets of size `s` at `(row, col)`, exactly [`haar_x`] and [`haar_y`]: for an
+/// even size whose footprint is inside the image, from the 9 table corners the two share (no
+/// clipping); otherwise through the clipped box sums.
+#[inline(always)]
+pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64, i64) {
+    let h = s / 2;
+    let (w, ht) = (ii.width() as i32, ii.height() as i32);
+    let (r0, c0) = (row - h, col - h);
+    if s >= 2 && s % 2 == 0 && r0 >= 0 && c0 >= 0 && row + h <= ht && col + h <= w {
+        let t = ii.table();
+        let stride = w as usize + 1;
+        // Rows r0, row, row + h and columns c0, col, col + h of the table, all in range; box
+        // sums in wrapping u32, as `IntegralImage::box_sum`.
+        let at = |r: i32, c: i32| t[r as usize * stride + c as usize];
+        let (r1, c1) = (row + h, col + h);
+        let (a, b, c) = (at(r0, c0), at(r0, col), at(r0, c1));
+        let (d, f) = (at(row, c0), at(row, c1));
+        let (g, m, i) = (at(r1, c0), at(r1, col), at(r1, c1));
+        let right = i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b);
+        let left = m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a);
+        let lower = i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d);
+        let upper = f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a);
+        (
+            i64::from(right) - i64::from(left),
+            i64::from(lower) - i64::from(upper),
+        )
+    } else {
+        (haar_x(ii, row, col, s), haar_y(ii, row, col, s))
+    }
+}
+
+/// Sub-region weights `exp(-((a + 0.5 - 2)^2 + (b + 0.5 - 2)^2) / 4.5)` (sigma 1.5) in Q16, by
+/// `|a + 0.5 - 2|` = 0.5 or 1.5 per axis: `[both 0.5, one 1.5, both 1.5]`.
+const SUBREGION_WEIGHT_Q16: [i64; 3] = [
+    (const_exp(-0.5 / 4.5) * 65536.0 + 0.5) as i64,
+    (const_exp(-2.5 / 4.5) * 65536.0 + 0.5) as i64,
+    (const_exp(-4.5 / 4.5) * 65536.0 + 0.5) as i64,
+];
+
+/// The sub-region offsets `i` (and `j`): samples `i..i + 9`.
+const SUBREGION_START: [i32; 4] = [-12, -7, -2, 3];
+
+/// `round(x + a)` for an integer `x` and a Q16 offset `a` (half away from zero).
+#[inline]
+fn offset_round(x: i32, a_q16: i32) -> i32 {
+    let half = 1 << (POS_FRAC - 1);
+    let whole = if a_q16 >= 0 {
+        (a_q16 + half) >> POS_FRAC
+    } else {
+        -((-a_q16 + half) >> POS_FRAC)
+    };
+    x + whole
+}
+
+/// `a * b` for `|b| <= 2^16`: one 32-bit multiplication when `|a| < 2^15` (the common case:
+/// Haar responses of small scales; the product is then below 2^31), else 64-bit.
+#[inline(always)]
+fn mul_small(a: i64, b: i32) -> i64 {
+    if a.unsigned_abs() < 1 << 15 {
+        i64::from(a as i32 * b)
+    } else {
+        a * i64::from(b)
+    }
+}
+
+/// The Q7 SURF-64 descriptor of `kp` (orientation taken from `kp`, 0 when `upright`), in fixed
+/// point: OpenSURF's `getDescriptor` (24 s window, 4x4 overlapping 9x9 sub-regions), each
+/// sample's Haar responses computed once and added to every sub-region that contains it, in the
+/// same sample order, then `clamp(round(127 v / |v|), -127, 127)`. All zeros when every response
+/// is zero.
+///
+/// Arithmetic (chosen so that a Cortex-M0 mostly runs 32-bit single instructions): positions in
+/// Q16 `i32` (`|12 s cos| < 2^28` for scales below 1000), rotation by Q15 sines and cosines,
+/// Gaussian weights in Q16 from [`exp_neg_q16`], sums in `i64`.
+pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> DescriptorQ7 {
+    let x = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
+    let y = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
+    // Scales of SURF keypoints are below 130 (octave 6); clamp so every product below fits.
+    let scale_q16 = fixed_from_f32(kp.scale, POS_FRAC).clamp(1, 1000 << POS_FRAC);
+    let (co, si) = if upright {
+        (1i64 << TRIG_FRAC, 0)
+    } else {
+        sincos_q30(fixed_from_f32(kp.orientation, POS_FRAC))
+    };
+    // Rotation in Q15.
+    let (co15, si15) = (
+        (co >> (TRIG_FRAC - 15)) as i32,
+        (si >> (TRIG_FRAC - 15)) as i32,
+    );
+    // scale * cos and scale * sin in Q16.
+    let sc = ((scale_q16 * co) >> TRIG_FRAC) as i32;
+    let ss = ((scale_q16 * si) >> TRIG_FRAC) as i32;
+    let haar_size = 2 * round_fixed(scale_q16, POS_FRAC) as i32;
+    // Gaussian of sigma 2.5 s: exp(-d^2 / (12.5 s^2)), argument in Q16 = (d^2 k) >> 16 with
+    // k = 2^32 / (12.5 s^2) (below 2^28 for s >= 1.2).
+    let denominator = (scale_q16 as u128 * scale_q16 as u128 * 25) >> 1; // 12.5 s^2 in Q32
+    let k = (u128::from(u64::MAX) / denominator.max(1)).min(u128::from(u32::MAX)) as u64;
+
+    // Centres of the sub-regions (xs, ys).
+    let mut centres = [[(0i32, 0i32); 4]; 4];
+    for (a, &i) in SUBREGION_START.iter().enumerate() {
+        for (b, &j) in SUBREGION_START.iter().enumerate() {
+            let (ix, jx) = (i + 5, j + 5);
+            centres[a][b] = (
+                offset_round(x, -jx * ss + ix * sc),
+                offset_round(y, jx * sc + ix * ss),
+            );
+        }
+    }
+    // Per sub-region (dx, dy, |dx|, |dy|) in Q4 units of a Haar response.
+    let mut sums = [[[0i64; 4]; 4]; 4];
+    for kk in -12..12i32 {
+        // The sub-regions whose k-range holds kk (one or two).
+        let a_range = regions_of(kk);
+        for l in -12..12i32 {
+            let b_range = regions_of(l);
+            let px = offset_round(x, -l * ss + kk * sc);
+            let py = offset_round(y, l * sc + kk * ss);
+            let (rx, ry) = haar_pair(ii, py, px, haar_size);
+            // Rotated into the keypoint frame (Q15 products, kept in Q4).
+            let u = (mul_small(ry, co15) - mul_small(rx, si15)) >> 11;
+            let v = (mul_small(rx, co15) + mul_small(ry, si15)) >> 11;
+            for a in a_range.clone() {
+                for b in b_range.clone() {
+                    let (xs, ys) = centres[a][b];
+                    let (dx, dy) = (xs - px, ys - py);
+                    let d2 = (dx * dx + dy * dy) as u32;
+                    let arg = (u64::from(d2) * k) >> 16;
+                    let g = exp_neg_q16(arg.min(u64::from(u32::MAX)) as u32) as i32;
+                    let (gu, gv) = (mul_small(u, g) >> POS_FRAC, mul_small(v, g) >> POS_FRAC);
+                    let acc = &mut sums[a][b];
+                    acc[0] += gu;
+                    acc[1] += gv;
+                    acc[2] += gu.abs();
+                    acc[3] += gv.abs();
+                }
+            }
+        }
+    }
+    let mut values = [0i64; DESCRIPTOR_LEN];
+    let mut length: u128 = 0;
+    for a in 0..4 {
+        for b in 0..4 {
+            let far = usize::from(a == 0 || a == 3) + usize::from(b == 0 || b == 3);
+            let w = SUBREGION_WEIGHT_Q16[far];
+            for (m, &sum) in sums[a][b].iter().enumerate() {
+                let value = (sum * w) >> POS_FRAC;
+                values[(a * 4 + b) * 4 + m] = value;
+                length += (value as i128 * value as i128) as u128;
+            }
+        }
+    }
+    let norm = isqrt_u128(length) as i64;
+    let mut out = [0i8; DESCRIPTOR_LEN];
+    if norm == 0 {
+        return out;
+    }
+    for (q, &value) in out.iter_mut().zip(values.iter()) {
+        // round(127 v / norm), half away from zero, clamped (|v| <= norm, so within +-127).
+        let scaled = 127 * value.unsigned_abs() as u128;
+        let rounded = ((2 * scaled + norm as u128) / (2 * norm as u128)) as i64;
+        let signed = if value < 0 { -rounded } else { rounded };
+        *q = signed.clamp(-127, 127) as i8;
+    }
+    out
+}
+
+/// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k`.
+#[inline]
+fn regions_of(k: i32) -> core::ops::Range<usize> {
+    let mut first = 4;
+    let mut last = 0;
+    for (a, &start) in SUBREGION_START.iter().enumerate() {
+        if start <= k && k < start + 9 {
+            first = first.min(a);
+            last = a + 1;
+        }
+    }
+    first..last.max(first)
+}
+
+/// Fixed-point counterpart of [`crate::describe::describe_all`]: assigns orientations (unless
+/// `upright`) and writes one Q7 descriptor per keypoint into `out`.
+pub fn describe_all_q7(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [DescriptorQ7],
+) -> Result<(), DescribeError> {
+    if out.len() != keypoints.len() {
+        return Err(DescribeError::OutputLength {
+            expected: keypoints.len(),
+            actual: out.len(),
+        });
+    }
+    for (kp, d) in keypoints.iter_mut().zip(out.iter_mut()) {
+        if upright {
+            kp.orientation = f32::from_bits(0);
+        } else {
+            assign_orientation_fixed(ii, kp);
+        }
+        *d = describe_q7(ii, kp, upright);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn haar_pair_equals_the_separate_wavelets_everywhere() {
+        let (w, h) = (40usize, 30usize);
+        let pixels: [u8; 1200] = core::array::from_fn(|i| (i * 37 % 251) as u8);
+        let image = crate::GrayImage::new(&pixels, w, h).unwrap();
+        let mut table = [0u32; 41 * 31];
+        let ii = IntegralImage::compute(&image, &mut table).unwrap();
+        for s in 1..12 {
+            for row in -3..(h as i32 + 3) {
+                for col in -3..(w as i32 + 3) {
+                    assert_eq!(
+                        haar_pair(&ii, row, col, s),
+                        (haar_x(&ii, row, col, s), haar_y(&ii, row, col, s)),
+                        "{s} {row} {col}"
+                    );
+                }
+            }
+        }
+    }
+}

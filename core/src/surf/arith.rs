@@ -1,0 +1,219 @@
+//! The arithmetic of a detection, chosen by a type parameter of [`detect_with`]: [`Float`] (the
+//! `f32` reference shared with the OpenCL kernels) or [`FixedPoint`] (integers only, for parts
+//! without an FPU). Both run the same driver: one octave's four response maps at a time, the
+//! 3x3x3 non-maximum suppression over intervals 1 and 2, the decision on each candidate, the
+//! strongest-N sink. Only the responses and the decision differ.
+
+use super::detect::{DetectStats, Refinement, SampleSite, nms_border, record, refine_candidate};
+use super::fixed::{FixedCube, fill_fixed, fixed_threshold, laplacian_at, refine_fixed};
+use super::response::fill_f32_bits;
+use super::{INTERVALS, SurfConfig, SurfError, grid_size, sample_step};
+use crate::integral::IntegralImage;
+use crate::keypoint::KeypointSink;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The arithmetic of a detection: how one octave's response maps are computed and stored (four
+/// `u32` words per sample, grid-major), and how a candidate's neighbourhood is decided. Sealed:
+/// implemented by [`Float`] and [`FixedPoint`].
+pub trait Arithmetic: sealed::Sealed {
+    /// A response as stored in a map word.
+    type Value: Copy + PartialOrd + Default;
+    /// Fills `maps` (4 words per sample of `octave`'s grid).
+    fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]);
+    /// The response stored in `word`.
+    fn value(word: u32) -> Self::Value;
+    /// The threshold in this arithmetic.
+    fn threshold(config: &SurfConfig) -> Self::Value;
+    /// `v >= threshold` (false for NaN).
+    fn reaches(v: Self::Value, threshold: Self::Value) -> bool;
+    /// The full decision on a strict local maximum's neighbourhood.
+    fn decide(
+        ii: &IntegralImage,
+        config: &SurfConfig,
+        threshold: Self::Value,
+        site: SampleSite,
+        cube: &[[[Self::Value; 3]; 3]; 3],
+    ) -> Refinement;
+}
+
+/// `f32` responses, bit-exact with the OpenCL kernels (`docs/ARCHITECTURE.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Float;
+
+/// Fixed-point responses (Q29) and an integer Newton step: no floating-point operation at all
+/// (`crate::fixed`). Keypoints within a fraction of a pixel of [`Float`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FixedPoint;
+
+impl sealed::Sealed for Float {}
+impl sealed::Sealed for FixedPoint {}
+
+impl Arithmetic for Float {
+    type Value = f32;
+    fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
+        fill_f32_bits(ii, config, octave, maps);
+    }
+    #[inline(always)]
+    fn value(word: u32) -> f32 {
+        f32::from_bits(word)
+    }
+    fn threshold(config: &SurfConfig) -> f32 {
+        config.threshold
+    }
+    #[inline(always)]
+    fn reaches(v: f32, threshold: f32) -> bool {
+        matches!(
+            v.partial_cmp(&threshold),
+            Some(core::cmp::Ordering::Greater | core::cmp::Ordering::Equal)
+        )
+    }
+    fn decide(
+        ii: &IntegralImage,
+        config: &SurfConfig,
+        _threshold: f32,
+        site: SampleSite,
+        cube: &[[[f32; 3]; 3]; 3],
+    ) -> Refinement {
+        refine_candidate(config, site, cube, laplacian_at(ii, config, site))
+    }
+}
+
+impl Arithmetic for FixedPoint {
+    type Value = i32;
+    fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
+        fill_fixed(ii, config, octave, maps);
+    }
+    #[inline(always)]
+    fn value(word: u32) -> i32 {
+        word as i32
+    }
+    fn threshold(config: &SurfConfig) -> i32 {
+        fixed_threshold(config)
+    }
+    #[inline(always)]
+    fn reaches(v: i32, threshold: i32) -> bool {
+        v >= threshold
+    }
+    fn decide(
+        ii: &IntegralImage,
+        config: &SurfConfig,
+        threshold: i32,
+        site: SampleSite,
+        cube: &FixedCube,
+    ) -> Refinement {
+        refine_fixed(
+            config,
+            threshold,
+            site,
+            cube,
+            laplacian_at(ii, config, site),
+        )
+    }
+}
+
+/// The number of `u32` scratch words [`detect_with`] needs: 4 per sample of octave 0 (the
+/// packed precision setting does not apply here).
+pub fn scratch_len_with(
+    config: &SurfConfig,
+    width: usize,
+    height: usize,
+) -> Result<usize, SurfError> {
+    let f32_config = SurfConfig {
+        precision: super::Precision::F32,
+        ..*config
+    };
+    super::scratch_len(&f32_config, width, height)
+}
+
+/// Detects SURF keypoints of `ii` into `sink` with arithmetic `A`: [`detect_with::<Float>`] is
+/// [`super::detect`] with `f32` maps, [`detect_with::<FixedPoint>`] the integer-only path.
+/// `config.precision` is ignored (both store four words per sample; see [`scratch_len_with`]).
+/// The sink is cleared first and sorted strongest first at the end.
+pub fn detect_with<A: Arithmetic, S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+) -> Result<DetectStats, SurfError> {
+    let expected = scratch_len_with(config, ii.width(), ii.height())?;
+    if scratch.len() < expected {
+        return Err(SurfError::ScratchLength {
+            expected,
+            actual: scratch.len(),
+        });
+    }
+    sink.clear();
+    let mut stats = DetectStats::default();
+    for octave in 0..u32::from(config.octaves) {
+        let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
+        // Interval 1 has the smaller border; when even its interior is empty, so are all later
+        // octaves' (their grids shrink and borders grow), so stop.
+        let b1 = nms_border(config, octave, 1) as usize;
+        if gw <= 2 * b1 + 1 || gh <= 2 * b1 + 1 {
+            break;
+        }
+        let maps = &mut scratch[..gw * gh * INTERVALS as usize];
+        A::fill(ii, config, octave, maps);
+        scan_maps::<A, S>(ii, config, octave, maps, gw, gh, sink, &mut stats);
+    }
+    sink.sort();
+    stats.kept = sink.points().len();
+    stats.dropped = sink.dropped();
+    Ok(stats)
+}
+
+/// NMS over one octave's maps (4 words per sample, grid-major), then the decision on every
+/// strict maximum at or above the threshold.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    maps: &[u32],
+    gw: usize,
+    gh: usize,
+    sink: &mut S,
+    stats: &mut DetectStats,
+) {
+    let at = |sx: usize, sy: usize, i: usize| A::value(maps[(sy * gw + sx) * 4 + i]);
+    let threshold = A::threshold(config);
+    for interval in 1..=2usize {
+        let border = nms_border(config, octave, interval as u32) as usize;
+        for sy in border + 1..gh.saturating_sub(border) {
+            for sx in border + 1..gw.saturating_sub(border) {
+                let v = at(sx, sy, interval);
+                if !A::reaches(v, threshold) {
+                    continue;
+                }
+                stats.candidates += 1;
+                let mut cube = [[[A::Value::default(); 3]; 3]; 3];
+                let mut is_max = true;
+                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
+                    for (dy, row) in plane.iter_mut().enumerate() {
+                        for (dx, value) in row.iter_mut().enumerate() {
+                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
+                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
+                                is_max = false;
+                                break 'outer;
+                            }
+                            *value = n;
+                        }
+                    }
+                }
+                if !is_max {
+                    continue;
+                }
+                let site = SampleSite {
+                    octave: octave as u8,
+                    interval: interval as u8,
+                    sx: sx as u32,
+                    sy: sy as u32,
+                };
+                record(A::decide(ii, config, threshold, site, &cube), sink, stats);
+            }
+        }
+    }
+}
