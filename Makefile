@@ -75,7 +75,7 @@ VARIANT ?= f32
 IMAGE ?= data/boat-qvga/img1.pgm
 FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT).elf
 
-.PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run cross-test
+.PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run firmware-count cross-test
 
 deps-cross:
 	scripts/install-cross.sh
@@ -90,6 +90,7 @@ cross-mcu: deps-cross
 		$(MCU_CARGO) build --release --locked --manifest-path nostd-check/Cargo.toml \
 			--target $$t -Zbuild-std=core --target-dir $(CROSS_DIR) || exit 1; \
 		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=f32 || exit 1; \
+		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=fixed || exit 1; \
 	done
 
 cross-linux: deps-cross
@@ -97,7 +98,8 @@ cross-linux: deps-cross
 		-p surfcl-gpu -p surfcl-ros --bins
 	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node
 
-# One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32]
+# One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32|fixed]
+# (fixed: integer-only detection, orientation and Q7 descriptors, for parts without an FPU)
 firmware: deps-cross
 	$(MCU_CARGO) build --release --locked --manifest-path embedded/Cargo.toml --target $(TARGET) \
 		-Zbuild-std=core --target-dir $(CROSS_DIR) $(if $(filter-out f32,$(VARIANT)),--features $(VARIANT))
@@ -109,6 +111,10 @@ firmware: deps-cross
 # Runs the firmware once under qemu: make firmware-run TARGET=... IMAGE=file.pgm [VARIANT=f32]
 firmware-run: firmware
 	scripts/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
+
+# Instructions per frame, deterministic: qemu -icount shift=0 (one instruction per virtual ns)
+firmware-count: firmware
+	QEMU_EXTRA="-icount shift=0" scripts/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
 
 # Firmware under qemu on every MCU target and the aarch64 CLI under qemu-aarch64, each compared
 # with the x86 CPU backend on the same image.

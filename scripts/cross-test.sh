@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Runs the cross builds against the x86 CPU backend on the same image (called by `make cross-test`
 # after `make cross`):
-#   - the example firmware under qemu for each microcontroller target (and variant): same
-#     keypoint count, x / y / scale within 1e-3 px of `surfcl detect --backend cpu`;
+#   - the example firmware under qemu for each microcontroller target and variant: same
+#     keypoint count, x / y / scale within 1e-3 px of `surfcl detect --backend cpu` for the f32
+#     variant, within 0.05 px for the fixed-point one (its own arithmetic; core/tests/fixed_point.rs
+#     holds it to the f32 path on all six frames); its symbols (scripts/check-firmware-symbols.sh:
+#     no soft double anywhere, no soft float at all in the fixed-point variant);
+#   - instructions per frame on thumbv6m under `qemu -icount shift=0`: the fixed-point variant
+#     must need at most a third of the f32 (soft-float) variant's count;
 #   - the aarch64 `surfcl` under qemu-aarch64: the same JSON report (keypoints and descriptors);
 #   - the comparison itself, on a deliberately corrupted firmware output: it must fail.
 # Environment: CROSS_DIR (build folder of `make cross`), HOST_SURFCL (the x86 binary),
@@ -13,7 +18,8 @@ cd "$(dirname "$0")/.."
 cross_dir=${CROSS_DIR:-target-cross}
 host=${HOST_SURFCL:-target/debug/surfcl}
 image=${IMAGE:-data/boat-qvga/img1.pgm}
-runs=${FIRMWARE_VARIANTS:-"thumbv7em-none-eabihf:f32 thumbv6m-none-eabi:f32 riscv32imc-unknown-none-elf:f32"}
+runs=${FIRMWARE_VARIANTS:-"thumbv7em-none-eabihf:f32 thumbv6m-none-eabi:f32 riscv32imc-unknown-none-elf:f32
+    thumbv7em-none-eabihf:fixed thumbv6m-none-eabi:fixed riscv32imc-unknown-none-elf:fixed"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -28,9 +34,13 @@ for run in $runs; do
     variant=${run##*:}
     elf="$cross_dir/firmware/$target-$variant.elf"
     echo "== firmware $target ($variant) under qemu"
+    scripts/check-firmware-symbols.sh "$elf" "$target" "$variant" || status=1
+    tol=0.001
+    [ "$variant" = fixed ] && tol=0.05
     if scripts/firmware-run.sh "$target" "$elf" "$image" >"$work/$target-$variant.txt"; then
-        tail -n 2 "$work/$target-$variant.txt"
-        scripts/compare_keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" || status=1
+        grep -E '^(keypoints|stack_high_water) ' "$work/$target-$variant.txt"
+        scripts/compare_keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" \
+            --tol "$tol" || status=1
     else
         echo "cross-test: firmware $target ($variant) failed:" >&2
         tail -n 5 "$work/$target-$variant.txt" >&2
@@ -50,6 +60,23 @@ if [ -s "$sample" ]; then
         status=1
     else
         echo "cross-test: corrupted output rejected, as it must be"
+    fi
+fi
+
+# Instructions per frame, counted deterministically (one instruction per virtual ns).
+count_instructions() {
+    QEMU_EXTRA="-icount shift=0" scripts/firmware-run.sh thumbv6m-none-eabi \
+        "$cross_dir/firmware/thumbv6m-none-eabi-$1.elf" "$image" |
+        awk '$1 == "instructions" { print $2 }'
+}
+if [ "${SKIP_COUNT:-0}" != 1 ]; then
+    echo "== instructions per frame on thumbv6m-none-eabi (qemu -icount shift=0)"
+    f32_count=$(count_instructions f32)
+    fixed_count=$(count_instructions fixed)
+    echo "f32 (soft float): $f32_count; fixed point: $fixed_count"
+    if [ -z "$f32_count" ] || [ -z "$fixed_count" ] || [ $((3 * fixed_count)) -gt "$f32_count" ]; then
+        echo "cross-test: the fixed-point path must need at most a third of the f32 path's instructions" >&2
+        status=1
     fi
 fi
 

@@ -1,11 +1,16 @@
 //! surfcl on a microcontroller: reads a binary PGM from the host through semihosting, runs SURF
 //! detection and SURF-64 description with `surfcl-core` in caller-owned `static` buffers, and
 //! prints one line per keypoint (`x y scale`, 3 decimals, strongest first), then
-//! `keypoints N` and `stack_high_water BYTES`.
+//! `keypoints N`, `stack_high_water BYTES` and `instructions N` (detection and description;
+//! a deterministic count under `qemu -icount shift=0`, see `make firmware-count`).
 //!
 //! Run under qemu with `make firmware-run TARGET=<target> IMAGE=<file.pgm>`; the image path is
 //! the first semihosting argument. Parameters are those of `surfcl detect` (threshold 0.0004,
 //! 4 octaves, first sample step 2, oriented descriptors) except where noted in README.md.
+//!
+//! With the `fixed` feature (`VARIANT=fixed`) detection, orientation and the (Q7) descriptors
+//! run in fixed point (`surfcl_core::fixed`): no floating-point operation is linked, which is
+//! what parts without an FPU need. The output format is the same.
 //!
 //! The stack is painted with a pattern when `main` starts and scanned at the end: the lowest
 //! overwritten word gives the high-water mark of everything `main` called.
@@ -13,14 +18,14 @@
 #![no_main]
 
 mod buffers;
+mod count;
 mod decimal;
 mod pgm;
 mod stack;
 
 use semihosting::io::Write as _;
-use surfcl_core::describe::describe_all;
 use surfcl_core::keypoint::{KeypointBuffer, KeypointSink};
-use surfcl_core::surf::{self, Precision, SurfConfig};
+use surfcl_core::surf::{self, SurfConfig};
 use surfcl_core::{GrayImage, IntegralImage};
 
 use buffers::Buffers;
@@ -61,28 +66,18 @@ fn run() -> Result<(), &'static str> {
     let integral = IntegralImage::compute(&image, &mut buffers.integral[..table_len])
         .map_err(|_| "integral image failed")?;
 
-    let config = SurfConfig {
-        // Same keypoints as the f32 maps (the packed candidates are recomputed exactly), with a
-        // quarter of the response memory: 77 KB instead of 307 KB at 320x240.
-        precision: Precision::Packed8,
-        ..SurfConfig::default()
-    };
-    let scratch_len = surf::scratch_len(&config, width, height).map_err(|_| "bad size")?;
-    let scratch = buffers
-        .scratch
-        .get_mut(..scratch_len)
-        .ok_or("image too large for the response scratch")?;
+    let config = SurfConfig::default();
     let mut keypoints = KeypointBuffer::new(&mut buffers.keypoints[..]);
-    let stats = surf::detect(&integral, &config, scratch, &mut keypoints)
-        .map_err(|_| "detection failed")?;
-    let count = keypoints.len();
-    describe_all(
+    count::start();
+    let dropped = detect_and_describe(
         &integral,
-        keypoints.points_mut(),
-        config.upright,
-        &mut buffers.descriptors[..count],
-    )
-    .map_err(|_| "description failed")?;
+        &config,
+        &mut buffers.scratch,
+        &mut keypoints,
+        &mut buffers.descriptors,
+    )?;
+    let instructions = count::stop();
+    let count = keypoints.len();
 
     for kp in keypoints.points() {
         let mut line = decimal::Line::new();
@@ -94,12 +89,75 @@ fn run() -> Result<(), &'static str> {
         line.byte(b'\n');
         print(line.as_bytes());
     }
-    if stats.dropped > 0 {
-        print_count(b"dropped ", stats.dropped);
+    if dropped > 0 {
+        print_count(b"dropped ", dropped);
     }
     print_count(b"keypoints ", count);
     print_count(b"stack_high_water ", stack::high_water());
+    // A count only under `-icount shift=0` (make firmware-count); host time otherwise.
+    print_count(b"instructions ", instructions as usize);
     Ok(())
+}
+
+/// The `f32` path: detection on packed 8-bit response maps (the same keypoints as the `f32`
+/// maps: every candidate is recomputed exactly, with a quarter of the memory), `f32` orientation
+/// and descriptors. Returns the number of keypoints dropped beyond the capacity.
+#[cfg(not(feature = "fixed"))]
+fn detect_and_describe(
+    integral: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    keypoints: &mut KeypointBuffer,
+    descriptors: &mut [buffers::Descriptor],
+) -> Result<usize, &'static str> {
+    let config = SurfConfig {
+        precision: surf::Precision::Packed8,
+        ..*config
+    };
+    let (w, h) = (integral.width(), integral.height());
+    let len = surf::scratch_len(&config, w, h).map_err(|_| "bad size")?;
+    let scratch = scratch
+        .get_mut(..len)
+        .ok_or("image too large for the scratch")?;
+    let stats =
+        surf::detect(integral, &config, scratch, keypoints).map_err(|_| "detection failed")?;
+    let count = keypoints.len();
+    surfcl_core::describe::describe_all(
+        integral,
+        keypoints.points_mut(),
+        config.upright,
+        &mut descriptors[..count],
+    )
+    .map_err(|_| "description failed")?;
+    Ok(stats.dropped)
+}
+
+/// The fixed-point path: Q29 responses and an integer Newton step, fixed-point orientation and
+/// Q7 descriptors. Returns the number of keypoints dropped beyond the capacity.
+#[cfg(feature = "fixed")]
+fn detect_and_describe(
+    integral: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    keypoints: &mut KeypointBuffer,
+    descriptors: &mut [buffers::Descriptor],
+) -> Result<usize, &'static str> {
+    let (w, h) = (integral.width(), integral.height());
+    let len = surf::scratch_len_with(config, w, h).map_err(|_| "bad size")?;
+    let scratch = scratch
+        .get_mut(..len)
+        .ok_or("image too large for the scratch")?;
+    let stats = surf::detect_with::<surf::FixedPoint, _>(integral, config, scratch, keypoints)
+        .map_err(|_| "detection failed")?;
+    let count = keypoints.len();
+    surfcl_core::fixed::describe_all_q7(
+        integral,
+        keypoints.points_mut(),
+        config.upright,
+        &mut descriptors[..count],
+    )
+    .map_err(|_| "description failed")?;
+    Ok(stats.dropped)
 }
 
 /// The first semihosting argument after the program name, nul-terminated in `buf`.
