@@ -97,6 +97,7 @@ pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
     let mut plain = Vec::new();
     let mut remaps = Vec::new();
     let mut params = Vec::new();
+    let mut params_files = Vec::new();
     let mut in_ros = false;
     let mut it = args.iter();
     let fail = |message: String| Parsed::Exit {
@@ -116,6 +117,14 @@ pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
                 Some(v) => params.push(v.clone()),
                 None => return fail(format!("{a} needs NAME:=VALUE")),
             },
+            // What `ros2 launch` passes for a node's `parameters=[{...}]`.
+            (true, "--params-file") => match it.next() {
+                Some(path) => match std::fs::read_to_string(path) {
+                    Ok(text) => params_files.push(text),
+                    Err(e) => return fail(format!("cannot read --params-file {path:?}: {e}")),
+                },
+                None => return fail(format!("{a} needs a file")),
+            },
             // Accepted for compatibility with launch files; the node logs at info level.
             (true, "--log-level") => {
                 it.next();
@@ -133,10 +142,72 @@ pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
             };
         }
     };
-    match build_config(cli, &remaps, &params, ros_domain_id) {
+    // Parameters files first, so that -p on the command line wins (as in rcl).
+    let mut all_params = Vec::new();
+    for text in &params_files {
+        match params_from_yaml(text) {
+            Ok(p) => all_params.extend(p),
+            Err(m) => return fail(m),
+        }
+    }
+    all_params.extend(params);
+    match build_config(cli, &remaps, &all_params, ros_domain_id) {
         Ok(c) => Parsed::Run(Box::new(c)),
         Err(m) => fail(m),
     }
+}
+
+/// The `NAME:=VALUE` pairs of a ROS 2 parameters file, as `ros2 launch` writes them:
+///
+/// ```yaml
+/// /**:                 # or the node's name
+///   ros__parameters:
+///     max_keypoints: 1000
+///     backend: 'opencl'
+/// ```
+/// Only flat scalar values are understood (all the node's parameters are scalars); quotes are
+/// removed. Every `ros__parameters` section of the file applies.
+pub fn params_from_yaml(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    // Indentation of the current `ros__parameters:` line while inside its section.
+    let mut section: Option<usize> = None;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split(" #").next().unwrap_or("").trim_end();
+        let body = line.trim_start();
+        if body.is_empty() || body.starts_with('#') || body == "---" {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        if let Some(level) = section
+            && indent <= level
+        {
+            section = None;
+        }
+        if body == "ros__parameters:" {
+            section = Some(indent);
+            continue;
+        }
+        if section.is_none() {
+            continue;
+        }
+        let (key, value) = body
+            .split_once(':')
+            .ok_or_else(|| format!("parameters file line {}: expected `name: value`", n + 1))?;
+        let value = value.trim();
+        if value.is_empty() {
+            return Err(format!(
+                "parameters file line {}: nested parameter {key:?} is not supported",
+                n + 1
+            ));
+        }
+        let unquoted = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+            .unwrap_or(value);
+        out.push(format!("{}:={unquoted}", key.trim()));
+    }
+    Ok(out)
 }
 
 fn build_config(
@@ -223,6 +294,70 @@ mod tests {
         assert_eq!(c.params.threshold, 0.002);
         assert!(c.params.upright);
         assert_eq!(c.image_reliability, ImageReliability::BestEffort);
+    }
+
+    #[test]
+    fn params_file_as_ros2_launch_writes_it() {
+        let yaml = "/**:\n  ros__parameters:\n    max_keypoints: 1000\n    backend: 'cpu'\n    \
+                    upright: true\n    threshold: 0.0008\n    image_reliability: reliable\n";
+        assert_eq!(
+            params_from_yaml(yaml).unwrap(),
+            vec![
+                "max_keypoints:=1000",
+                "backend:=cpu",
+                "upright:=true",
+                "threshold:=0.0008",
+                "image_reliability:=reliable"
+            ]
+        );
+        let dir = std::env::temp_dir().join(format!("surfcl-params-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let argv = format!(
+            "n --ros-args --params-file {} -p max_keypoints:=7 --",
+            path.display()
+        );
+        let Parsed::Run(c) = parse(&args(&argv), None) else {
+            panic!("did not parse")
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        // The command line wins over the file.
+        assert_eq!(c.params.max_keypoints, 7);
+        assert!(c.params.upright);
+        assert_eq!(c.params.threshold, 0.0008);
+        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        assert!(params_from_yaml("/**:\n  ros__parameters:\n    a:\n      b: 1\n").is_err());
+        assert!(matches!(
+            parse(
+                &args("n --ros-args --params-file /nonexistent/x.yaml --"),
+                None
+            ),
+            Parsed::Exit { code: 2, .. }
+        ));
+    }
+
+    /// The ament package's parameters file is one the node accepts, and its launch file starts
+    /// the binary this crate builds.
+    #[test]
+    fn ament_package_config_and_launch_file() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/ament/surfcl_node");
+        let config = format!("{root}/config/surfcl.yaml");
+        let argv = format!("n --ros-args --params-file {config} --");
+        let Parsed::Run(c) = parse(&args(&argv), None) else {
+            panic!("{config} is not accepted")
+        };
+        assert_eq!(
+            c.params,
+            NodeParams::default(),
+            "config/surfcl.yaml drifted from the defaults"
+        );
+        assert_eq!(c.image_reliability, ImageReliability::BestEffort);
+        let launch = std::fs::read_to_string(format!("{root}/launch/surfcl.launch.py")).unwrap();
+        assert!(launch.contains("executable=\"surfcl-node\""));
+        assert!(launch.contains("(\"image\", LaunchConfiguration(\"camera_topic\"))"));
+        let cmake = std::fs::read_to_string(format!("{root}/CMakeLists.txt")).unwrap();
+        assert!(cmake.contains("-p surfcl-ros --bin surfcl-node"));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! - [`args`]: the command line (clap flags and `--ros-args`).
 //! - [`debug`]: the debug picture.
 //! - [`sockets`]: socket receive buffers large enough for camera frames.
+//! - [`wire`]: bulk CDR encoding of the node's outputs.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -29,3 +30,4 @@ pub mod node;
 pub mod params;
 pub mod processor;
 pub mod sockets;
+pub mod wire;

@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
+use ros2_client::dds::rustdds::{DomainParticipantBuilder, QosPolicies, Timestamp, no_key};
 use ros2_client::gid::Gid;
 use ros2_client::qos::{History, WhenFull};
 use ros2_client::ros2::LogLevel;
@@ -43,6 +43,7 @@ use crate::convert::{self, Layout};
 use crate::msg::{self, Header, Image, KeypointArray, KeypointMsg, MatchArray};
 use crate::params::{DescriptorRepr, NodeParams};
 use crate::processor::{Detection, Processor, ProcessorFactory, quantise_q7};
+use crate::wire::BulkCdr;
 
 /// Errors while starting the node.
 #[derive(Debug, thiserror::Error)]
@@ -407,10 +408,37 @@ fn create_publisher<M: Message>(
     ))
 }
 
+/// A writer of `M` whose messages are encoded by [`BulkCdr`].
+type BulkWriter<M> = no_key::DataWriter<M, BulkCdr>;
+
 struct Outputs {
-    keypoints: Publisher<KeypointArray>,
-    matches: Publisher<MatchArray>,
+    keypoints: BulkWriter<KeypointArray>,
+    matches: BulkWriter<MatchArray>,
     debug: Publisher<Image>,
+    /// The DDS publisher of the bulk writers (kept with them).
+    _dds_publisher: ros2_client::dds::rustdds::Publisher,
+}
+
+/// Creates a `BulkCdr` writer for `name` (resolved like the others), reliable keep-last as `qos`.
+fn create_bulk_writer<M>(
+    node: &mut Node,
+    dds_publisher: &ros2_client::dds::rustdds::Publisher,
+    config: &NodeConfig,
+    name: &str,
+    ty: ros2_client::MessageTypeName,
+    qos: &QosProfile,
+) -> Result<(BulkWriter<M>, String), NodeError>
+where
+    BulkCdr: no_key::SerializerAdapter<M>,
+{
+    let resolved = resolve_topic(name, &config.namespace, &config.remaps);
+    let topic = node
+        .create_topic(&topic_name(&resolved)?, ty, qos)
+        .map_err(ros_err)?;
+    let writer = dds_publisher
+        .create_datawriter_no_key::<M, BulkCdr>(&topic, None)
+        .map_err(ros_err)?;
+    Ok((writer, resolved))
 }
 
 /// The kernel's cap on socket receive buffers (`net.core.rmem_max`), when readable.
@@ -540,15 +568,23 @@ pub fn start(
     let subscription = node
         .create_subscription::<Image>(&image_topic, None)
         .map_err(ros_err)?;
-    let (keypoints, kp_topic) = create_publisher(
+    // keypoints and matches go through writers of their own with the bulk encoder (`wire`):
+    // the same CDR bytes, without ros2-client's per-value serde calls.
+    let dds_publisher = context
+        .domain_participant()
+        .create_publisher(&QosPolicies::from(&output_qos))
+        .map_err(ros_err)?;
+    let (keypoints, kp_topic) = create_bulk_writer::<KeypointArray>(
         &mut node,
+        &dds_publisher,
         &config,
         "keypoints",
         msg::keypoint_array_type(),
         &output_qos,
     )?;
-    let (matches, m_topic) = create_publisher(
+    let (matches, m_topic) = create_bulk_writer::<MatchArray>(
         &mut node,
+        &dds_publisher,
         &config,
         "matches",
         msg::match_array_type(),
@@ -565,6 +601,7 @@ pub fn start(
         keypoints,
         matches,
         debug,
+        _dds_publisher: dds_publisher,
     };
     let (diagnostics, diag_topic) = create_publisher::<msg::DiagnosticArray>(
         &mut node,
@@ -1137,13 +1174,13 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         };
         stages.build_ms = ms_since(t);
         let t = Instant::now();
-        if let Err(e) = out.keypoints.publish(kp_msg) {
+        if let Err(e) = out.keypoints.write(kp_msg, Some(Timestamp::now())) {
             log.log(
                 LogLevel::Warn,
                 &format!("publishing keypoints failed: {e:?}"),
             );
         }
-        if let Err(e) = out.matches.publish(m_msg) {
+        if let Err(e) = out.matches.write(m_msg, Some(Timestamp::now())) {
             log.log(LogLevel::Warn, &format!("publishing matches failed: {e:?}"));
         }
         stages.publish_ms = ms_since(t);

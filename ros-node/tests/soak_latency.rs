@@ -152,7 +152,11 @@ fn latency() {
                     stages.push(s.last_stages);
                 }
             }
-            None => lost_frames += 1,
+            None => {
+                lost_frames += 1;
+                let s = node.stats();
+                assert_eq!(s.failed, 0, "the node failed a frame: {}", s.last_error);
+            }
         }
         // Drain the matches so they do not pile up in the client.
         while let Ok(Some(_)) = client.matches.take() {}

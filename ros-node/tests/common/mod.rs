@@ -18,11 +18,15 @@ use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, Match
 use surfcl_ros::node::{NodeConfig, RunningNode};
 use surfcl_ros::processor::ProcessorFactory;
 
-/// Path of a file under the workspace's `data/`.
+/// Path of a file under the workspace's `data/` (or under `$SURFCL_DATA_DIR`, for a test binary
+/// carried to another machine).
 pub fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../data")
-        .join(rel)
+    match std::env::var_os("SURFCL_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir).join(rel),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../data")
+            .join(rel),
+    }
 }
 
 /// A gray image.
