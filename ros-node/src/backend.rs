@@ -110,15 +110,21 @@ impl BackendProcessor {
     }
 }
 
-fn features(d: &Detection) -> Features {
+/// Moves the arrays of `d` into a [`Features`] (no copy); [`give_back`] returns them.
+fn take_features(d: &mut Detection) -> Features {
     Features {
         width: d.width,
         height: d.height,
-        keypoints: d.keypoints.clone(),
-        descriptors: d.descriptors.clone(),
+        keypoints: std::mem::take(&mut d.keypoints),
+        descriptors: std::mem::take(&mut d.descriptors),
         dropped: d.dropped,
         timings: Vec::new(),
     }
+}
+
+fn give_back(f: Features, d: &mut Detection) {
+    d.keypoints = f.keypoints;
+    d.descriptors = f.descriptors;
 }
 
 impl Processor for BackendProcessor {
@@ -141,23 +147,19 @@ impl Processor for BackendProcessor {
 
     fn match_frames(
         &mut self,
-        query: &Detection,
-        train: &Detection,
+        query: &mut Detection,
+        train: &mut Detection,
         params: &NodeParams,
     ) -> Result<Vec<MatchMsg>, String> {
         let config = match_config(params)?;
-        // The backend takes its own Features type; the copies are a few hundred kB per frame at
-        // most, small next to detection.
+        let (q, t) = (take_features(query), take_features(train));
         let matches = self
             .backend
-            .match_features(
-                &features(query),
-                &features(train),
-                &config,
-                descriptor_kind(params),
-            )
-            .map_err(|e| e.to_string())?;
+            .match_features(&q, &t, &config, descriptor_kind(params));
+        give_back(q, query);
+        give_back(t, train);
         Ok(matches
+            .map_err(|e| e.to_string())?
             .iter()
             .map(|m| MatchMsg {
                 query: m.query,

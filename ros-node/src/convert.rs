@@ -163,18 +163,58 @@ pub fn to_gray(data: &[u8], layout: &Layout, out: &mut Vec<u8>) {
         step,
     } = *layout;
     out.clear();
-    out.reserve(width * height);
-    let bpp = encoding.bytes_per_pixel();
+    out.resize(width * height, 0);
+    // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB).
+    let threads = if width * height >= PARALLEL_PIXELS {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8)
+    } else {
+        1
+    };
+    let band = height.div_ceil(threads).max(1);
     let (ro, go, bo) = encoding.rgb_offsets();
-    for row in data.chunks_exact(step).take(height) {
-        let row = &row[..width * bpp];
-        if encoding == Encoding::Mono8 {
-            out.extend_from_slice(row);
+    let convert = |src: &[u8], dst: &mut [u8]| match encoding {
+        Encoding::Mono8 => rows::<1>(src, dst, step, width, (0, 0, 0)),
+        Encoding::Rgb8 | Encoding::Bgr8 => rows::<3>(src, dst, step, width, (ro, go, bo)),
+        Encoding::Rgba8 | Encoding::Bgra8 => rows::<4>(src, dst, step, width, (ro, go, bo)),
+    };
+    if threads == 1 {
+        convert(data, out);
+        return;
+    }
+    std::thread::scope(|scope| {
+        for (k, dst) in out.chunks_mut(band * width).enumerate() {
+            let start = (k * band * step).min(data.len());
+            let src = &data[start..];
+            scope.spawn(move || convert(src, dst));
+        }
+    });
+}
+
+/// Frames of at least this many pixels are converted on several threads.
+const PARALLEL_PIXELS: usize = 1 << 21;
+
+/// Converts the rows of `src` (each `step` bytes, `BPP` bytes per pixel) into `dst` (`width`
+/// bytes per row) until either runs out.
+fn rows<const BPP: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    step: usize,
+    width: usize,
+    (ro, go, bo): (usize, usize, usize),
+) {
+    for (srow, drow) in src.chunks(step).zip(dst.chunks_exact_mut(width)) {
+        let Some(srow) = srow.get(..width * BPP) else {
+            return;
+        };
+        if BPP == 1 {
+            drow.copy_from_slice(srow);
         } else {
-            out.extend(
-                row.chunks_exact(bpp)
-                    .map(|p| luminance(p[ro], p[go], p[bo])),
-            );
+            for (d, p) in drow.iter_mut().zip(srow.chunks_exact(BPP)) {
+                *d = luminance(p[ro], p[go], p[bo]);
+            }
         }
     }
 }
@@ -241,6 +281,33 @@ mod tests {
         let m = msg(4, 2, "bgr8", 12, 24);
         let v = gray_view(&m.data, &validate(&m).unwrap(), &mut scratch).to_vec();
         assert_eq!(v, vec![7; 8]);
+    }
+
+    #[test]
+    fn large_frames_convert_in_bands_like_small_ones() {
+        // Above PARALLEL_PIXELS, with padding and an odd height, every pixel as the scalar rule.
+        let (w, h, bpp, pad) = (1931usize, 1097usize, 3usize, 5usize);
+        let step = w * bpp + pad;
+        let data: Vec<u8> = (0..step * h).map(|i| (i * 7 % 251) as u8).collect();
+        let m = Image {
+            width: w as u32,
+            height: h as u32,
+            encoding: "bgr8".into(),
+            step: step as u32,
+            data,
+            ..Default::default()
+        };
+        let layout = validate(&m).unwrap();
+        let mut out = Vec::new();
+        to_gray(&m.data, &layout, &mut out);
+        assert_eq!(out.len(), w * h);
+        for y in [0, 1, h / 2, h - 1] {
+            for x in [0, 1, w / 3, w - 1] {
+                let p = &m.data[y * step + x * 3..];
+                assert_eq!(out[y * w + x], luminance(p[2], p[1], p[0]), "({x}, {y})");
+            }
+        }
+        assert!(w * h >= PARALLEL_PIXELS);
     }
 
     #[test]

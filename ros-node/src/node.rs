@@ -1124,7 +1124,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         let pixels = convert::gray_view(&image.data, &layout, &mut gray);
         stages.convert_ms = ms_since(t);
         let t = Instant::now();
-        let detection = match GrayImage::new(pixels, layout.width, layout.height)
+        let mut detection = match GrayImage::new(pixels, layout.width, layout.height)
             .map_err(|e| BackendFault::Error(e.to_string()))
             .and_then(|g| guarded(|| proc_.detect(&g, &params)))
         {
@@ -1140,9 +1140,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         stages.detect_ms = ms_since(t);
         split_backend_timings(&mut stages, &detection.timings);
         let t = Instant::now();
-        let (matches, previous_header) = match &previous {
+        let (matches, previous_header) = match &mut previous {
             Some(prev) => {
-                match guarded(|| proc_.match_frames(&detection, &prev.detection, &params)) {
+                match guarded(|| proc_.match_frames(&mut detection, &mut prev.detection, &params)) {
                     Ok(m) => (m, prev.header.clone()),
                     Err(e) => {
                         if e.panicked() {

@@ -36,10 +36,15 @@ pub trait Processor: Send {
     /// Detects and describes the interest points of `image` with `params`.
     fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String>;
     /// Matches `query` (current frame) against `train` (previous frame).
+    ///
+    /// Both are `&mut` so that an implementation can hand their arrays to a backend without
+    /// copying them (moving them out and back); they must be as they were when it returns.
+    /// After a panic their contents are unspecified (the node then drops both frames' roles:
+    /// the processor is reopened and the next frame is matched against nothing).
     fn match_frames(
         &mut self,
-        query: &Detection,
-        train: &Detection,
+        query: &mut Detection,
+        train: &mut Detection,
         params: &NodeParams,
     ) -> Result<Vec<MatchMsg>, String>;
 }

@@ -75,7 +75,7 @@ fn match_direct(query: &Detection, train: &Detection) -> Vec<surfcl_ros::msg::Ma
     factory()
         .open(&params)
         .unwrap()
-        .match_frames(query, train, &params)
+        .match_frames(&mut query.clone(), &mut train.clone(), &params)
         .unwrap()
 }
 

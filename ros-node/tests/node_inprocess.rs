@@ -45,7 +45,9 @@ fn boat_keypoints_and_matches_equal_direct_backend() {
             &params,
         )
         .unwrap();
-    let dm = direct.match_frames(&d2, &d1, &params).unwrap();
+    let dm = direct
+        .match_frames(&mut d2.clone(), &mut d1.clone(), &params)
+        .unwrap();
 
     assert!(!d1.keypoints.is_empty());
     assert_eq!(kp1.header, header(1, "cam"));

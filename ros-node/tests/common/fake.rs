@@ -80,8 +80,8 @@ impl Processor for FakeProcessor {
     }
     fn match_frames(
         &mut self,
-        q: &Detection,
-        t: &Detection,
+        q: &mut Detection,
+        t: &mut Detection,
         params: &NodeParams,
     ) -> Result<Vec<MatchMsg>, String> {
         let mut out = Vec::new();

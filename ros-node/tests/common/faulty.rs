@@ -81,8 +81,8 @@ impl Processor for FaultyProcessor {
     }
     fn match_frames(
         &mut self,
-        query: &Detection,
-        train: &Detection,
+        query: &mut Detection,
+        train: &mut Detection,
         params: &NodeParams,
     ) -> Result<Vec<MatchMsg>, String> {
         if self.faults.match_width == Some(query.width) {
