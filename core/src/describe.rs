@@ -371,6 +371,20 @@ pub fn describe_all(
     upright: bool,
     out: &mut [Descriptor],
 ) -> Result<(), DescribeError> {
+    describe_each(ii, keypoints, upright, out, assign_orientation, describe)
+}
+
+/// The loop of [`describe_all`] for any orientation and descriptor functions (the fixed-point
+/// path passes its own): checks `out`'s length, then per keypoint sets the orientation (0 when
+/// `upright`) and writes its descriptor.
+pub(crate) fn describe_each<D>(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [D],
+    orient: impl Fn(&IntegralImage, &mut Keypoint),
+    describe_one: impl Fn(&IntegralImage, &Keypoint, bool) -> D,
+) -> Result<(), DescribeError> {
     if out.len() != keypoints.len() {
         return Err(DescribeError::OutputLength {
             expected: keypoints.len(),
@@ -379,11 +393,12 @@ pub fn describe_all(
     }
     for (kp, d) in keypoints.iter_mut().zip(out.iter_mut()) {
         if upright {
-            kp.orientation = 0.0;
+            // +0.0 from its bits: no float operation for the fixed-point path.
+            kp.orientation = f32::from_bits(0);
         } else {
-            assign_orientation(ii, kp);
+            orient(ii, kp);
         }
-        *d = describe(ii, kp, upright);
+        *d = describe_one(ii, kp, upright);
     }
     Ok(())
 }

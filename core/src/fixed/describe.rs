@@ -8,7 +8,7 @@ use super::{
     POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, exp_neg_q16, f32_from_fixed,
     fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
 };
-use crate::describe::{DescribeError, haar_x, haar_y};
+use crate::describe::{DescribeError, describe_each, haar_x, haar_y};
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
 
@@ -292,21 +292,14 @@ pub fn describe_all_q7(
     upright: bool,
     out: &mut [DescriptorQ7],
 ) -> Result<(), DescribeError> {
-    if out.len() != keypoints.len() {
-        return Err(DescribeError::OutputLength {
-            expected: keypoints.len(),
-            actual: out.len(),
-        });
-    }
-    for (kp, d) in keypoints.iter_mut().zip(out.iter_mut()) {
-        if upright {
-            kp.orientation = f32::from_bits(0);
-        } else {
-            assign_orientation_fixed(ii, kp);
-        }
-        *d = describe_q7(ii, kp, upright);
-    }
-    Ok(())
+    describe_each(
+        ii,
+        keypoints,
+        upright,
+        out,
+        assign_orientation_fixed,
+        describe_q7,
+    )
 }
 
 #[cfg(test)]

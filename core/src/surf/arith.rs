@@ -4,10 +4,12 @@
 //! 3x3x3 non-maximum suppression over intervals 1 and 2, the decision on each candidate, the
 //! strongest-N sink. Only the responses and the decision differ.
 
-use super::detect::{DetectStats, Refinement, SampleSite, nms_border, record, refine_candidate};
+use super::detect::{
+    DetectStats, Refinement, SampleSite, drive, nms_border, record, refine_candidate,
+};
 use super::fixed::{FixedCube, fill_fixed, fixed_threshold, laplacian_at, refine_fixed};
 use super::response::fill_f32_bits;
-use super::{INTERVALS, SurfConfig, SurfError, grid_size, sample_step};
+use super::{INTERVALS, SurfConfig, SurfError};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
 
@@ -139,30 +141,19 @@ pub fn detect_with<A: Arithmetic, S: KeypointSink>(
     sink: &mut S,
 ) -> Result<DetectStats, SurfError> {
     let expected = scratch_len_with(config, ii.width(), ii.height())?;
-    if scratch.len() < expected {
-        return Err(SurfError::ScratchLength {
-            expected,
-            actual: scratch.len(),
-        });
-    }
-    sink.clear();
-    let mut stats = DetectStats::default();
-    for octave in 0..u32::from(config.octaves) {
-        let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
-        // Interval 1 has the smaller border; when even its interior is empty, so are all later
-        // octaves' (their grids shrink and borders grow), so stop.
-        let b1 = nms_border(config, octave, 1) as usize;
-        if gw <= 2 * b1 + 1 || gh <= 2 * b1 + 1 {
-            break;
-        }
-        let maps = &mut scratch[..gw * gh * INTERVALS as usize];
-        A::fill(ii, config, octave, maps);
-        scan_maps::<A, S>(ii, config, octave, maps, gw, gh, sink, &mut stats);
-    }
-    sink.sort();
-    stats.kept = sink.points().len();
-    stats.dropped = sink.dropped();
-    Ok(stats)
+    drive(
+        ii,
+        config,
+        scratch,
+        expected,
+        sink,
+        |octave, gw, gh, scratch, sink, stats| {
+            let maps = &mut scratch[..gw * gh * INTERVALS as usize];
+            A::fill(ii, config, octave, maps);
+            scan_maps::<A, S>(ii, config, octave, maps, gw, gh, sink, stats);
+            Ok(())
+        },
+    )
 }
 
 /// NMS over one octave's maps (4 words per sample, grid-major), then the decision on every

@@ -101,14 +101,8 @@ pub fn refine_candidate(
     if !reaches(v, config.threshold) {
         return Refinement::BelowThreshold;
     }
-    for (ds, plane) in cube.iter().enumerate() {
-        for (dy, row) in plane.iter().enumerate() {
-            for (dx, &n) in row.iter().enumerate() {
-                if (ds, dy, dx) != (1, 1, 1) && n >= v {
-                    return Refinement::NotMaximum;
-                }
-            }
-        }
+    if !strict_maximum(cube) {
+        return Refinement::NotMaximum;
     }
     let Some((ox, oy, os)) = newton_offset(cube) else {
         return Refinement::Unstable;
@@ -132,6 +126,19 @@ pub fn refine_candidate(
         interval: site.interval,
         sample_x: site.sx,
         sample_y: site.sy,
+    })
+}
+
+/// Whether no neighbour of the centre of `cube` is `>=` it (a NaN neighbour, which compares
+/// neither way, does not disqualify it). Shared by the `f32` and fixed-point decisions.
+pub(crate) fn strict_maximum<T: PartialOrd + Copy>(cube: &[[[T; 3]; 3]; 3]) -> bool {
+    let v = cube[1][1][1];
+    !cube.iter().enumerate().any(|(ds, plane)| {
+        plane.iter().enumerate().any(|(dy, row)| {
+            row.iter()
+                .enumerate()
+                .any(|(dx, &n)| (ds, dy, dx) != (1, 1, 1) && n >= v)
+        })
     })
 }
 
@@ -250,6 +257,53 @@ pub fn detect<S: KeypointSink>(
     sink: &mut S,
 ) -> Result<DetectStats, SurfError> {
     let expected = scratch_len(config, ii.width(), ii.height())?;
+    let table = match config.precision {
+        Precision::Packed8 => Some(PackedCodeTable::new(config.threshold)),
+        Precision::F32 => None,
+    };
+    drive(
+        ii,
+        config,
+        scratch,
+        expected,
+        sink,
+        |octave, gw, gh, scratch, sink, stats| {
+            match &table {
+                None => {
+                    let maps = &mut scratch[..gw * gh * INTERVALS as usize];
+                    fill_f32_bits(ii, config, octave, maps);
+                    scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, stats);
+                }
+                Some(table) => {
+                    let maps = &mut scratch[..gw * gh];
+                    fill_packed(ii, config, octave, table, maps);
+                    let view = PackedResponses::new_checked(maps, gw, gh)?;
+                    scan_packed(ii, config, octave, &view, sink, stats);
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// The detection driver every arithmetic and precision shares: checks that `scratch` holds
+/// `expected` words, clears the sink, calls `scan(octave, grid_w, grid_h, scratch, sink, stats)`
+/// for each octave while its interior is not empty, then sorts the sink strongest first.
+pub(crate) fn drive<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    expected: usize,
+    sink: &mut S,
+    mut scan: impl FnMut(
+        u32,
+        usize,
+        usize,
+        &mut [u32],
+        &mut S,
+        &mut DetectStats,
+    ) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
     if scratch.len() < expected {
         return Err(SurfError::ScratchLength {
             expected,
@@ -258,10 +312,6 @@ pub fn detect<S: KeypointSink>(
     }
     sink.clear();
     let mut stats = DetectStats::default();
-    let table = match config.precision {
-        Precision::Packed8 => Some(PackedCodeTable::new(config.threshold)),
-        Precision::F32 => None,
-    };
     for octave in 0..u32::from(config.octaves) {
         let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
         // Interval 1 has the smaller border; when even its interior is empty, so are all later
@@ -270,19 +320,7 @@ pub fn detect<S: KeypointSink>(
         if gw <= 2 * b1 + 1 || gh <= 2 * b1 + 1 {
             break;
         }
-        match &table {
-            None => {
-                let maps = &mut scratch[..gw * gh * INTERVALS as usize];
-                fill_f32_bits(ii, config, octave, maps);
-                scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, &mut stats);
-            }
-            Some(table) => {
-                let maps = &mut scratch[..gw * gh];
-                fill_packed(ii, config, octave, table, maps);
-                let view = PackedResponses::new_checked(maps, gw, gh)?;
-                scan_packed(ii, config, octave, &view, sink, &mut stats);
-            }
-        }
+        scan(octave, gw, gh, scratch, sink, &mut stats)?;
     }
     sink.sort();
     stats.kept = sink.points().len();

@@ -10,7 +10,7 @@
 //!   offset does not depend on a common scale of the cube), then the adjugate and determinant of
 //!   `4 H` are exact `i64`, and the offsets are Q16 quotients.
 
-use super::detect::{Refinement, SampleSite};
+use super::detect::{Refinement, SampleSite, strict_maximum};
 use super::response::Filter;
 use super::{INTERVALS, MAX_OCTAVES, SurfConfig, filter_size, sample_step};
 use crate::fixed::{POS_FRAC, RESPONSE_FRAC, f32_from_fixed, fixed_from_f32};
@@ -129,14 +129,8 @@ pub fn refine_fixed(
     if v < threshold {
         return Refinement::BelowThreshold;
     }
-    for (ds, plane) in cube.iter().enumerate() {
-        for (dy, row) in plane.iter().enumerate() {
-            for (dx, &n) in row.iter().enumerate() {
-                if (ds, dy, dx) != (1, 1, 1) && n >= v {
-                    return Refinement::NotMaximum;
-                }
-            }
-        }
+    if !strict_maximum(cube) {
+        return Refinement::NotMaximum;
     }
     let Some((ox, oy, os)) = newton_fixed(cube) else {
         return Refinement::Unstable;
