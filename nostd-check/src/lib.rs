@@ -12,12 +12,12 @@ extern crate std;
 
 use surfcl_core::GrayImage;
 use surfcl_core::describe::describe_all;
-use surfcl_core::integral::IntegralImage;
+use surfcl_core::integral::{IntegralImage, integral_capacity};
 use surfcl_core::keypoint::{Descriptor, KeypointSet, KeypointSink};
-use surfcl_core::surf::{SurfConfig, detect};
+use surfcl_core::surf::{Precision, SurfConfig, detect, scratch_capacity};
 
-/// Scratch for a 64x64 image in f32 mode (checked against `surf::scratch_len` at run time).
-const SCRATCH_WORDS: usize = 4 * 32 * 32;
+/// Scratch for a 64x64 image in f32 mode, sized by the core's `const fn` (what firmware does).
+const SCRATCH_WORDS: usize = scratch_capacity(64, 64, Precision::F32, 2);
 
 /// Runs SURF detection and description on a caller's 64x64 image, returning the number of
 /// keypoints (or -1 on error). Exported so that the code is really linked.
@@ -31,7 +31,7 @@ pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
     let Ok(image) = GrayImage::new(pixels, 64, 64) else {
         return -1;
     };
-    let mut table = [0u32; 65 * 65];
+    let mut table = [0u32; integral_capacity(64, 64)];
     let Ok(integral) = IntegralImage::compute(&image, &mut table) else {
         return -1;
     };

@@ -485,7 +485,8 @@ pub fn start(
     let mut builder = DomainParticipantBuilder::new(config.domain_id);
     if !config.all_interfaces {
         // RustDDS otherwise announces itself by multicast on every interface; with this it
-        // still discovers local peers through unicast to 127.0.0.1 (ROS2.md).
+        // still discovers local peers through unicast to 127.0.0.1 (ros-node/README.md: the
+        // participant is bound to loopback unless `--all-interfaces`).
         builder = builder.with_only_networks([Ipv4Addr::LOCALHOST]);
     }
     if config.socket_receive_buffer > 0 {

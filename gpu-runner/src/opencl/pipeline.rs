@@ -131,17 +131,15 @@ fn fp32_correctly_rounded(selected: &Selected) -> bool {
     )
 }
 
-/// The 109 orientation samples `(i, j, gauss(i, j, 2.5))` in OpenSURF's order, the weights
-/// computed as `surfcl_core::describe::assign_orientation` does.
+/// The 109 orientation sample offsets `(i, j, 0, 0)` in OpenSURF's order (`i` outer). The
+/// kernel computes each sample's Gaussian weight itself with the core's `expf`, so the weights
+/// are the CPU's bit for bit (`docs/ARCHITECTURE.md`, orientation).
 fn orientation_table() -> Vec<f32> {
-    use std::f32::consts::PI;
-    let norm = 1.0 / (2.0 * PI * 2.5 * 2.5);
-    let gauss = |i: i32, j: i32| (-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)).exp() * norm;
     let mut t = Vec::with_capacity(ORI_SAMPLES * 4);
     for i in -6i32..=6 {
         for j in -6i32..=6 {
             if i * i + j * j < 36 {
-                t.extend_from_slice(&[i as f32, j as f32, gauss(i, j), 0.0]);
+                t.extend_from_slice(&[i as f32, j as f32, 0.0, 0.0]);
             }
         }
     }
