@@ -178,6 +178,31 @@ pub fn surf_detect(data: &[u8]) {
     }
     // Documented: Packed8 gives the same keypoints as F32.
     assert_eq!(found[0], found[1], "F32 and Packed8 keypoints differ");
+
+    // The fixed-point path on the same input (overflow checks are on in the fuzz build): the same
+    // contract, and Q7 descriptors in range.
+    let need = surf::scratch_len_with(&config, w, h).expect("valid config (checked above)");
+    let mut scratch = vec![0u32; need];
+    let mut storage = vec![Keypoint::default(); capacity];
+    let mut sink = KeypointBuffer::new(&mut storage);
+    let stats = surf::detect_with::<surf::FixedPoint, _>(&ii, &config, &mut scratch, &mut sink)
+        .expect("valid fixed-point detect");
+    let kps = sink.points();
+    assert!(kps.len() <= capacity);
+    assert_eq!(stats.kept, kps.len());
+    assert!(kps.windows(2).all(|p| p[0].rank_cmp(&p[1]).is_le()));
+    for k in kps {
+        assert!(k.x.is_finite() && k.y.is_finite() && k.scale > 0.0, "{k:?}");
+        assert!(k.laplacian == 1 || k.laplacian == -1);
+    }
+    let mut kps = kps.to_vec();
+    let mut q7 = vec![[0i8; 64]; kps.len()];
+    surfcl_core::fixed::describe_all_q7(&ii, &mut kps, config.upright, &mut q7)
+        .expect("one per keypoint");
+    for (k, d) in kps.iter().zip(&q7) {
+        assert!(d.iter().all(|&q| q >= -127), "{d:?}");
+        assert!(k.orientation >= 0.0 && k.orientation < 6.2832, "{k:?}");
+    }
 }
 
 /// Harris detection and response map on an arbitrary small image and config.

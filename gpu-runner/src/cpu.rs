@@ -1,8 +1,10 @@
 //! The CPU reference backend: `surfcl-core` behind the [`Backend`] trait.
 //!
-//! Detection runs on one thread (the core's reference scan); description splits the keypoints and
-//! matching splits the queries over `std::thread::available_parallelism()` threads. Both give
-//! exactly the single-threaded result: descriptors are independent per keypoint, and the
+//! SURF detection fills each octave's response maps in bands of rows on
+//! `std::thread::available_parallelism()` threads (the core's `surf::detect_with_fill`; the
+//! non-maximum suppression that follows is the core's single-threaded scan); description splits
+//! the keypoints and matching splits the queries over the same threads. All give exactly the
+//! single-threaded result: every response sample, descriptor and query is independent, and the
 //! matcher's range functions are made for it (see `surfcl_core::matcher`, "Splitting the
 //! queries").
 //!
@@ -110,7 +112,16 @@ impl Backend for CpuBackend {
             DetectorKind::Surf => {
                 let need = surf::scratch_len(&params.surf, width, height)?;
                 ensure_len(&mut self.surf_scratch, need);
-                surf::detect(&ii, &params.surf, &mut self.surf_scratch[..need], &mut sink)?;
+                let (config, threads) = (&params.surf, self.threads);
+                surf::detect_with_fill(
+                    &ii,
+                    config,
+                    &mut self.surf_scratch[..need],
+                    &mut sink,
+                    |octave, grid_w, grid_h, maps| {
+                        fill_parallel(&ii, config, octave, grid_w, grid_h, maps, threads)
+                    },
+                )?;
                 params.surf.upright
             }
             DetectorKind::Harris => {
@@ -213,6 +224,45 @@ const MIN_KEYPOINTS_PER_THREAD: usize = 64;
 /// [`describe_all`] over contiguous chunks of keypoints on up to `threads` threads. Each
 /// keypoint's orientation and descriptor depend only on the integral image and the keypoint, so
 /// the result is identical to one call.
+/// Below this many grid rows per thread, an octave is filled on one thread.
+const MIN_ROWS_PER_THREAD: usize = 16;
+
+/// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`) in contiguous bands of
+/// rows, one per thread: each band is [`surf::fill_octave_rows`] into its own slice, so the maps
+/// are exactly the single-threaded ones.
+fn fill_parallel(
+    ii: &IntegralImage<'_>,
+    config: &surf::SurfConfig,
+    octave: u32,
+    grid_w: usize,
+    grid_h: usize,
+    maps: &mut [u32],
+    threads: usize,
+) -> Result<(), surf::SurfError> {
+    let threads = threads.min(grid_h / MIN_ROWS_PER_THREAD).max(1);
+    if threads == 1 || grid_w == 0 {
+        return surf::fill_octave_rows(ii, config, octave, 0..grid_h, maps);
+    }
+    let rows_per_band = grid_h.div_ceil(threads);
+    let words_per_row = maps.len() / grid_h;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = maps
+            .chunks_mut(rows_per_band * words_per_row)
+            .enumerate()
+            .map(|(band, chunk)| {
+                let first = band * rows_per_band;
+                let rows = first..(first + rows_per_band).min(grid_h);
+                s.spawn(move || surf::fill_octave_rows(ii, config, octave, rows, chunk))
+            })
+            .collect();
+        // The core does not panic on any input; were a band to panic anyway, it is re-raised
+        // here exactly as the single-threaded fill would have panicked.
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    })
+}
+
 fn describe_parallel(
     ii: &IntegralImage<'_>,
     keypoints: &mut [Keypoint],
@@ -339,4 +389,45 @@ fn parallel_match<D: Sync>(
         matches.extend_from_slice(&found[..kept]);
     }
     Ok(matches)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::backend::DetectParams;
+
+    /// Boat img1 (850x680: octave 0 has 340 grid rows, so several threads each get a band).
+    fn boat() -> crate::io::OwnedGray {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
+        crate::io::load_gray(&path).unwrap()
+    }
+
+    #[test]
+    fn threaded_detection_equals_one_thread() {
+        let image = boat();
+        for precision in [surf::Precision::F32, surf::Precision::Packed8] {
+            let params = DetectParams {
+                detector: crate::backend::DetectorKind::Surf,
+                surf: surf::SurfConfig {
+                    precision,
+                    ..surf::SurfConfig::default()
+                },
+                harris: harris::HarrisConfig::default(),
+                max_keypoints: 10_000,
+                descriptor: DescriptorKind::F32,
+            };
+            let one = CpuBackend::with_threads(1)
+                .detect(&image.view().unwrap(), &params)
+                .unwrap();
+            let many = CpuBackend::with_threads(5)
+                .detect(&image.view().unwrap(), &params)
+                .unwrap();
+            assert!(one.keypoints.len() > 1000, "{precision:?}");
+            assert_eq!(one.keypoints, many.keypoints, "{precision:?}");
+            assert_eq!(one.descriptors, many.descriptors, "{precision:?}");
+            assert_eq!(one.dropped, many.dropped);
+        }
+    }
 }

@@ -10,7 +10,8 @@ use super::arith::{Float, scan_maps};
 use super::packed::{PackedCodeTable, PackedResponses};
 use super::response::{Filter, fill_f32_bits, fill_packed};
 use super::{
-    INTERVALS, Precision, SurfConfig, SurfError, filter_size, grid_size, sample_step, scratch_len,
+    INTERVALS, Precision, SurfConfig, SurfError, check_octave, filter_size, grid_size, sample_step,
+    scratch_len,
 };
 use crate::integral::IntegralImage;
 use crate::keypoint::{Keypoint, KeypointSink};
@@ -256,11 +257,29 @@ pub fn detect<S: KeypointSink>(
     scratch: &mut [u32],
     sink: &mut S,
 ) -> Result<DetectStats, SurfError> {
+    detect_with_fill(
+        ii,
+        config,
+        scratch,
+        sink,
+        |octave, _grid_w, grid_h, maps| fill_octave_rows(ii, config, octave, 0..grid_h, maps),
+    )
+}
+
+/// [`detect`] with each octave's response maps filled by the caller:
+/// `fill(octave, grid_w, grid_h, maps)` must leave `maps` (`grid_w * grid_h` samples of the
+/// configured precision's words) exactly as [`fill_octave_rows`] over `0..grid_h` does, for
+/// example by filling bands of rows on several threads. Every sample is independent, so the
+/// keypoints are those of [`detect`] bit for bit.
+pub fn detect_with_fill<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+    mut fill: impl FnMut(u32, usize, usize, &mut [u32]) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
     let expected = scratch_len(config, ii.width(), ii.height())?;
-    let table = match config.precision {
-        Precision::Packed8 => Some(PackedCodeTable::new(config.threshold)),
-        Precision::F32 => None,
-    };
+    let packed = config.precision == Precision::Packed8;
     drive(
         ii,
         config,
@@ -268,22 +287,56 @@ pub fn detect<S: KeypointSink>(
         expected,
         sink,
         |octave, gw, gh, scratch, sink, stats| {
-            match &table {
-                None => {
-                    let maps = &mut scratch[..gw * gh * INTERVALS as usize];
-                    fill_f32_bits(ii, config, octave, maps);
-                    scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, stats);
-                }
-                Some(table) => {
-                    let maps = &mut scratch[..gw * gh];
-                    fill_packed(ii, config, octave, table, maps);
-                    let view = PackedResponses::new_checked(maps, gw, gh)?;
-                    scan_packed(ii, config, octave, &view, sink, stats);
-                }
+            if packed {
+                let maps = &mut scratch[..gw * gh];
+                fill(octave, gw, gh, maps)?;
+                let view = PackedResponses::new_checked(maps, gw, gh)?;
+                scan_packed(ii, config, octave, &view, sink, stats);
+            } else {
+                let maps = &mut scratch[..gw * gh * INTERVALS as usize];
+                fill(octave, gw, gh, maps)?;
+                scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, stats);
             }
             Ok(())
         },
     )
+}
+
+/// Fills grid rows `rows` of `octave`'s response maps into `out`, as [`detect`] does: `out`
+/// holds those rows only (`rows.len() * grid_w` samples of 4 `f32`-bit words in
+/// [`Precision::F32`], one packed word in [`Precision::Packed8`], sample `(sx, sy)` at
+/// `(sy - rows.start) * grid_w + sx`). Rows beyond the grid are ignored.
+pub fn fill_octave_rows(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    out: &mut [u32],
+) -> Result<(), SurfError> {
+    config.validate()?;
+    check_octave(config, octave)?;
+    let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
+    let visited = rows.end.min(gh).saturating_sub(rows.start.min(gh));
+    let words = if config.precision == Precision::Packed8 {
+        1
+    } else {
+        INTERVALS as usize
+    };
+    let expected = visited * gw * words;
+    if out.len() < expected {
+        return Err(SurfError::ScratchLength {
+            expected,
+            actual: out.len(),
+        });
+    }
+    match config.precision {
+        Precision::F32 => fill_f32_bits(ii, config, octave, rows, out),
+        Precision::Packed8 => {
+            let table = PackedCodeTable::new(config.threshold);
+            fill_packed(ii, config, octave, &table, rows, out);
+        }
+    }
+    Ok(())
 }
 
 /// The detection driver every arithmetic and precision shares: checks that `scratch` holds

@@ -65,8 +65,8 @@ mod response;
 
 pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
-    DetectStats, Refinement, ResponseCube, SampleSite, detect, exact_cube, nms_border,
-    refine_candidate, refine_exact,
+    DetectStats, Refinement, ResponseCube, SampleSite, detect, detect_with_fill, exact_cube,
+    fill_octave_rows, nms_border, refine_candidate, refine_exact,
 };
 pub use fixed::{
     FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,

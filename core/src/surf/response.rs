@@ -6,6 +6,8 @@ use super::{
     INTERVALS, MAX_OCTAVES, SurfConfig, SurfError, check_octave, filter_size, grid_size,
     sample_step, words_per_sample,
 };
+use core::ops::Range;
+
 use crate::integral::IntegralImage;
 
 /// `255^2`: responses are in OpenSURF units, i.e. on intensities scaled to `[0, 1]`.
@@ -179,17 +181,22 @@ pub(crate) fn octave_filters(ii: &IntegralImage, octave: u32) -> [Filter; 4] {
 }
 
 /// Calls `f(sample_index, responses)` for every sample of `octave`'s grid, row by row.
+///
+/// Only the grid rows in `rows` (clamped to the grid) are visited, and the sample index passed
+/// to `f` counts from the first of them, so a band of rows can be filled into its own slice.
 fn for_each_sample(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
+    rows: Range<usize>,
     mut f: impl FnMut(usize, [(f32, i8); 4]),
 ) {
     let step = sample_step(config, octave);
     let (gw, gh) = grid_size(ii.width(), ii.height(), step);
     let filters = octave_filters(ii, octave);
     let step = step as i32;
-    for sy in 0..gh {
+    let first = rows.start;
+    for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = sy as i32 * step;
         for sx in 0..gw {
             let col = sx as i32 * step;
@@ -197,7 +204,7 @@ fn for_each_sample(
             for (out, filter) in r.iter_mut().zip(filters.iter()) {
                 *out = filter.response(ii, row, col);
             }
-            f(sy * gw + sx, r);
+            f((sy - first) * gw + sx, r);
         }
     }
 }
@@ -231,7 +238,7 @@ pub fn compute_octave_f32(
             actual: out.len(),
         });
     }
-    for_each_sample(ii, config, octave, |i, r| {
+    for_each_sample(ii, config, octave, 0..usize::MAX, |i, r| {
         for (k, (v, _)) in r.iter().enumerate() {
             out[i * 4 + k] = *v;
         }
@@ -256,15 +263,21 @@ pub fn compute_octave_packed(
             actual: out.len(),
         });
     }
-    fill_packed(ii, config, octave, table, out);
+    fill_packed(ii, config, octave, table, 0..usize::MAX, out);
     Ok(())
 }
 
-/// The `f32` responses of `octave` stored as bits in `out` (the scratch is `u32`; no unsafe casts).
-/// The caller has checked the length.
-pub(crate) fn fill_f32_bits(ii: &IntegralImage, config: &SurfConfig, octave: u32, out: &mut [u32]) {
+/// The `f32` responses of grid rows `rows` of `octave` stored as bits in `out` (the scratch is
+/// `u32`; no unsafe casts). The caller has checked the length.
+pub(crate) fn fill_f32_bits(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    out: &mut [u32],
+) {
     debug_assert!(words_per_sample(super::Precision::F32) == 4);
-    for_each_sample(ii, config, octave, |i, r| {
+    for_each_sample(ii, config, octave, rows, |i, r| {
         for (k, (v, _)) in r.iter().enumerate() {
             out[i * 4 + k] = v.to_bits();
         }
@@ -277,9 +290,10 @@ pub(crate) fn fill_packed(
     config: &SurfConfig,
     octave: u32,
     table: &PackedCodeTable,
+    rows: Range<usize>,
     out: &mut [u32],
 ) {
-    for_each_sample(ii, config, octave, |i, r| {
+    for_each_sample(ii, config, octave, rows, |i, r| {
         let mut word = 0u32;
         for (k, (v, lap)) in r.iter().enumerate() {
             word |= u32::from(pack_byte(table.code(*v), *lap)) << (8 * k);

@@ -576,3 +576,55 @@ fn small_sink_keeps_the_strongest() {
         assert_eq!(buffer.points(), &all[..16]);
     }
 }
+
+#[test]
+fn banded_fill_gives_the_keypoints_of_detect() {
+    // What a threaded caller does: each octave's maps filled in bands of rows (here 7 rows at a
+    // time, uneven on purpose), into disjoint slices of the same scratch.
+    let img = boat(1);
+    let ii = img.ii();
+    for precision in [Precision::F32, Precision::Packed8] {
+        let config = SurfConfig {
+            precision,
+            ..SurfConfig::default()
+        };
+        let (expected, expected_stats) = detect_vec(&img, &config);
+        assert!(expected.len() > 100);
+        let mut scratch = vec![0u32; scratch_len(&config, ii.width(), ii.height()).unwrap()];
+        let mut storage = vec![Keypoint::default(); 20_000];
+        let mut sink = KeypointBuffer::new(&mut storage);
+        let words = if precision == Precision::Packed8 {
+            1
+        } else {
+            4
+        };
+        let stats = detect_with_fill(&ii, &config, &mut scratch, &mut sink, |o, gw, gh, maps| {
+            let band = 7;
+            for (k, chunk) in maps.chunks_mut(band * gw * words).enumerate() {
+                let first = k * band;
+                fill_octave_rows(&ii, &config, o, first..(first + band).min(gh), chunk)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(stats, expected_stats, "{precision:?}");
+        assert_eq!(sink.points(), &expected[..], "{precision:?}");
+    }
+}
+
+#[test]
+fn fill_octave_rows_checks_its_buffer() {
+    let img = boat(1);
+    let ii = img.ii();
+    let config = SurfConfig::default();
+    let (gw, _) = grid_size(ii.width(), ii.height(), sample_step(&config, 0));
+    let mut short = vec![0u32; 3 * gw * 4 - 1];
+    assert!(matches!(
+        fill_octave_rows(&ii, &config, 0, 0..3, &mut short),
+        Err(SurfError::ScratchLength { .. })
+    ));
+    assert!(matches!(
+        fill_octave_rows(&ii, &config, 9, 0..3, &mut short),
+        Err(SurfError::OctaveOutOfRange { .. })
+    ));
+}
