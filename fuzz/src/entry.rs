@@ -201,7 +201,10 @@ pub fn surf_detect(data: &[u8]) {
         .expect("one per keypoint");
     for (k, d) in kps.iter().zip(&q7) {
         assert!(d.iter().all(|&q| q >= -127), "{d:?}");
-        assert!(k.orientation >= 0.0 && k.orientation < 6.2832, "{k:?}");
+        assert!(
+            k.orientation >= 0.0 && k.orientation < std::f32::consts::TAU,
+            "{k:?}"
+        );
     }
 }
 
