@@ -261,9 +261,18 @@ fn set_param_calls(
             })
             .collect(),
     };
-    let resp = within(LIMIT, svc.async_call_service(req))
-        .expect("no reply")
-        .unwrap();
+    // `wait_for_service` returns once the request path is matched; the reply path (the node's
+    // response writer to our reader) can still be in discovery, and a reply written before it is
+    // matched is lost. Setting parameters is idempotent, so the call is simply made again, a
+    // bounded number of times.
+    let mut resp = None;
+    for _ in 0..6 {
+        if let Some(r) = within(Duration::from_secs(10), svc.async_call_service(req.clone())) {
+            resp = Some(r);
+            break;
+        }
+    }
+    let resp = resp.expect("no reply in 6 attempts").unwrap();
     resp.results
         .into_iter()
         .map(|r| (r.successful, r.reason))
