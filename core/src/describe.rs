@@ -85,35 +85,42 @@ pub fn haar_y(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
     i64::from(ii.box_sum(row, col - h, h, s)) - i64::from(ii.box_sum(row - h, col - h, h, s))
 }
 
-/// Both Haar wavelets at once, as `f32`. For an even size whose `s x s` footprint is inside the
-/// image, the two wavelets share their 9 table corners and need no clipping.
+/// Both Haar wavelets of size `s` at `(row, col)`, exactly [`haar_x`] and [`haar_y`]: for an
+/// even size whose footprint is inside the image, from the 9 table corners the two share (no
+/// clipping); otherwise through the clipped box sums.
 #[inline(always)]
-fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
+pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64, i64) {
     let h = s / 2;
     let (w, ht) = (ii.width() as i32, ii.height() as i32);
     let (r0, c0) = (row - h, col - h);
     if s >= 2 && s % 2 == 0 && r0 >= 0 && c0 >= 0 && row + h <= ht && col + h <= w {
-        // Rows r0, row, row + h and columns c0, col, col + h of the table, all in range.
         let t = ii.table();
         let stride = w as usize + 1;
-        let at = |r: i32, c: i32| i64::from(t[r as usize * stride + c as usize]);
+        // Rows r0, row, row + h and columns c0, col, col + h of the table, all in range; box
+        // sums in wrapping u32, as `IntegralImage::box_sum`.
+        let at = |r: i32, c: i32| t[r as usize * stride + c as usize];
         let (r1, c1) = (row + h, col + h);
         let (a, b, c) = (at(r0, c0), at(r0, col), at(r0, c1));
         let (d, f) = (at(row, c0), at(row, c1));
-        let (g, hh, i) = (at(r1, c0), at(r1, col), at(r1, c1));
-        // haar_x = box(r0, col, s, h) - box(r0, c0, s, h)
-        //        = (i - c - hh + b) - (hh - b - g + a)
-        // haar_y = box(row, c0, h, s) - box(r0, c0, h, s)
-        //        = (i - f - g + d) - (f - c - d + a)
-        let hx = (i - c - hh + b) - (hh - b - g + a);
-        let hy = (i - f - g + d) - (f - c - d + a);
-        (hx as f32, hy as f32)
-    } else {
+        let (g, m, i) = (at(r1, c0), at(r1, col), at(r1, c1));
+        let right = i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b);
+        let left = m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a);
+        let lower = i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d);
+        let upper = f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a);
         (
-            haar_x(ii, row, col, s) as f32,
-            haar_y(ii, row, col, s) as f32,
+            i64::from(right) - i64::from(left),
+            i64::from(lower) - i64::from(upper),
         )
+    } else {
+        (haar_x(ii, row, col, s), haar_y(ii, row, col, s))
     }
+}
+
+/// Both Haar wavelets at once, as `f32` (each exact integer rounded once to `f32`).
+#[inline(always)]
+fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
+    let (hx, hy) = haar_pair(ii, row, col, s);
+    (hx as f32, hy as f32)
 }
 
 /// `atan2(y, x)` mapped into `[0, 2 pi)`, with the crate's own [`math::atan2f`] (the kernels

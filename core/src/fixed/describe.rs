@@ -8,7 +8,9 @@ use super::{
     POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, exp_neg_q16, f32_from_fixed,
     fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
 };
-use crate::describe::{DescribeError, describe_each, haar_x, haar_y};
+use crate::describe::{DescribeError, describe_each, haar_pair};
+#[cfg(test)]
+use crate::describe::{haar_x, haar_y};
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
 
@@ -101,37 +103,6 @@ pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
         0
     };
     kp.orientation = f32_from_fixed(orientation, POS_FRAC);
-}
-
-/// Both Haar wavelets of size `s` at `(row, col)`, exactly [`haar_x`] and [`haar_y`]: for an
-/// even size whose footprint is inside the image, from the 9 table corners the two share (no
-/// clipping); otherwise through the clipped box sums.
-#[inline(always)]
-pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64, i64) {
-    let h = s / 2;
-    let (w, ht) = (ii.width() as i32, ii.height() as i32);
-    let (r0, c0) = (row - h, col - h);
-    if s >= 2 && s % 2 == 0 && r0 >= 0 && c0 >= 0 && row + h <= ht && col + h <= w {
-        let t = ii.table();
-        let stride = w as usize + 1;
-        // Rows r0, row, row + h and columns c0, col, col + h of the table, all in range; box
-        // sums in wrapping u32, as `IntegralImage::box_sum`.
-        let at = |r: i32, c: i32| t[r as usize * stride + c as usize];
-        let (r1, c1) = (row + h, col + h);
-        let (a, b, c) = (at(r0, c0), at(r0, col), at(r0, c1));
-        let (d, f) = (at(row, c0), at(row, c1));
-        let (g, m, i) = (at(r1, c0), at(r1, col), at(r1, c1));
-        let right = i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b);
-        let left = m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a);
-        let lower = i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d);
-        let upper = f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a);
-        (
-            i64::from(right) - i64::from(left),
-            i64::from(lower) - i64::from(upper),
-        )
-    } else {
-        (haar_x(ii, row, col, s), haar_y(ii, row, col, s))
-    }
 }
 
 /// Sub-region weights `exp(-((a + 0.5 - 2)^2 + (b + 0.5 - 2)^2) / 4.5)` (sigma 1.5) in Q16, by
