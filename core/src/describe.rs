@@ -181,64 +181,89 @@ const WINDOW_BOUNDS: [(f32, f32); WINDOWS] = {
     bounds
 };
 
-/// Windows `0..PLAIN_WINDOWS` do not wrap (`ang1 < ang2`; `ang1` grows with `k`, so they are a
-/// prefix); the rest wrap around 2 pi.
-const PLAIN_WINDOWS: usize = {
+/// Number of orientation samples: the `(i, j)` with `i^2 + j^2 < 36`.
+const ORIENTATION_SAMPLES: usize = 109;
+
+/// The orientation samples `(i, j, weight)` in OpenSURF's order (`i` outer, `j` inner, both
+/// `-6..=6`), the weight from [`ORIENTATION_WEIGHTS`]; evaluated by the compiler.
+const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
+    let mut grid = [(0i8, 0i8, 0f32); ORIENTATION_SAMPLES];
+    let mut n = 0;
+    let mut i = -6i32;
+    while i <= 6 {
+        let mut j = -6i32;
+        while j <= 6 {
+            if i * i + j * j < 36 {
+                let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
+                grid[n] = (i as i8, j as i8, w);
+                n += 1;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    grid
+};
+
+/// Window slots: [`WINDOWS`] rounded up to a multiple of 8 so that the window loop is whole SIMD
+/// vectors on every target; the padding windows are empty and never win.
+const WINDOW_SLOTS: usize = WINDOWS.div_ceil(8) * 8;
+
+/// Window `k` as the union of two open intervals `(lo.0, hi.0) ∪ (lo.1, hi.1)`, exactly the
+/// tests of OpenSURF: `(ang1, ang2)` for a window that does not wrap, `(0, ang2) ∪ (ang1, 2 pi)`
+/// for one that does. Empty intervals are `(0, 0)`.
+const WINDOW_INTERVALS: [[f32; WINDOW_SLOTS]; 4] = {
+    let mut t = [[0f32; WINDOW_SLOTS]; 4];
     let mut k = 0;
-    while k < WINDOWS && WINDOW_BOUNDS[k].0 < WINDOW_BOUNDS[k].1 {
+    while k < WINDOWS {
+        let (ang1, ang2) = WINDOW_BOUNDS[k];
+        if ang1 < ang2 {
+            t[0][k] = ang1;
+            t[1][k] = ang2;
+        } else {
+            t[1][k] = ang2;
+            t[2][k] = ang1;
+            t[3][k] = 2.0 * PI;
+        }
         k += 1;
     }
-    k
+    t
 };
 
 /// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
-// Not inlined: inside `describe_all` its locals would be added to `describe`'s in one frame
-// (2.2 KB on thumbv7em instead of two frames of at most 1.6 KB).
+///
+/// Every sample is tested against every window and added where it is inside, in sample order,
+/// so each window's sums are those of OpenSURF's window-by-window loop. The test is branch-free
+/// (a sample outside adds `+0.0`, which leaves any sum unchanged: a sum of non-zero weights
+/// times integers starts at `+0.0` and can never be `-0.0`), so the loop over windows is one
+/// SIMD compare-and-add on every target instead of unpredictable branches.
+// Not inlined: inside `describe_all` its locals would be added to `describe`'s in one frame.
 #[inline(never)]
 pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
     let r = math::roundf(kp.y) as i32;
     let c = math::roundf(kp.x) as i32;
-    let two_pi = 2.0 * PI;
-    let plain = PLAIN_WINDOWS;
-    // Window k spans the open interval (ang1, ang2). Each sample is added to its windows as soon
-    // as it is computed, in sample order, which adds each window's samples in the same order as
-    // a window-by-window loop (and needs no per-sample arrays). A sample can only be inside the
-    // plain windows whose ang1 lies within about pi/3 below its angle, so only those (with one
-    // window of margin each side) and the wrapping ones are tested, with the exact rule.
-    let mut sums = [(0f32, 0f32); WINDOWS];
-    for i in -6i32..=6 {
-        for j in -6i32..=6 {
-            if i * i + j * j >= 36 {
-                continue;
-            }
-            let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
-            let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
-            let (res_x, res_y) = (w * hx, w * hy);
-            let a = angle(res_x, res_y);
-            let lo = (((a - PI / 3.0) / 0.15) as i32 - 1).max(0) as usize;
-            let hi = ((a / 0.15) as usize + 2).min(plain);
-            for k in (lo..hi).chain(plain..WINDOWS) {
-                let (ang1, ang2) = WINDOW_BOUNDS[k];
-                let inside = if ang1 < ang2 {
-                    ang1 < a && a < ang2
-                } else {
-                    (a > 0.0 && a < ang2) || (a > ang1 && a < two_pi)
-                };
-                if inside {
-                    sums[k].0 += res_x;
-                    sums[k].1 += res_y;
-                }
-            }
+    let [lo0, hi0, lo1, hi1] = &WINDOW_INTERVALS;
+    let mut sum_x = [0f32; WINDOW_SLOTS];
+    let mut sum_y = [0f32; WINDOW_SLOTS];
+    for &(i, j, w) in &ORIENTATION_GRID {
+        let (i, j) = (i32::from(i), i32::from(j));
+        let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
+        let (res_x, res_y) = (w * hx, w * hy);
+        let a = angle(res_x, res_y);
+        for k in 0..WINDOW_SLOTS {
+            let inside = ((lo0[k] < a) & (a < hi0[k])) | ((lo1[k] < a) & (a < hi1[k]));
+            sum_x[k] += if inside { res_x } else { 0.0 };
+            sum_y[k] += if inside { res_y } else { 0.0 };
         }
     }
     let mut best = 0f32;
     let mut orientation = 0f32;
-    for &(sum_x, sum_y) in &sums {
-        let len = sum_x * sum_x + sum_y * sum_y;
+    for (&sx, &sy) in sum_x.iter().zip(sum_y.iter()).take(WINDOWS) {
+        let len = sx * sx + sy * sy;
         if len > best {
             best = len;
-            orientation = angle(sum_x, sum_y);
+            orientation = angle(sx, sy);
         }
     }
     kp.orientation = orientation;
@@ -258,10 +283,11 @@ fn subregions_of(kk: usize) -> core::ops::RangeInclusive<usize> {
 /// The SURF-64 descriptor of `kp` (oriented by `kp.orientation` unless `upright`), unit length;
 /// all zeros when every Haar response in the window is zero (a flat patch).
 ///
-/// The 24x24 samples are visited once each, row by row (`k` outer, `l` inner), and every sample
-/// is added to the one to four overlapping sub-regions that contain it: each sub-region then
-/// receives its 81 samples in OpenSURF's order, so its sums are those of the literal loop of
-/// `docs/ARCHITECTURE.md`, with about 1.4 KB of stack.
+/// The 24x24 samples are visited row by row (`k` outer, `l` inner): the 24 samples of a row are
+/// computed first (position and rotated Haar responses), then added to the one or two sub-region
+/// rows that contain that row, nine samples per sub-region. Each sub-region thus receives its 81
+/// samples in OpenSURF's order, so its sums are those of the literal loop of
+/// `docs/ARCHITECTURE.md`, with well under 1 KB of per-row arrays on the stack.
 pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
     let scale = kp.scale;
     let x = math::roundf(kp.x);
@@ -275,29 +301,16 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     let haar_size = 2 * math::roundf(scale) as i32;
     let sigma1 = 2.5 * scale;
     let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
-    // The sample weight is the product of two 1-D factors e(|ddx|) e(|ddy|) with
-    // e(d) = exp(-(d * d) / (2 sigma1^2)) (ARCHITECTURE.md), looked up here. |ddx| <=
-    // 5 scale (|cos| + |sin|) + 1: sample and sub-region centre are at most 5 sample spacings
-    // apart on each rotated axis, and rounding adds at most 1; larger distances (and scales
-    // beyond the table) compute the factor directly, with the same operations.
-    let reach = 5.0 * scale * (math::fabsf(co) + math::fabsf(si)) + 2.0;
-    let filled = if reach < GAUSS_TABLE as f32 {
-        reach as usize + 1
-    } else {
-        GAUSS_TABLE
-    };
-    let factor_of = |d: u32| math::expf(-((d as f32) * (d as f32)) * inv_two_sigma1_sq);
-    let mut table = [0f32; GAUSS_TABLE];
-    for (d, v) in table.iter_mut().enumerate().take(filled) {
-        *v = factor_of(d as u32);
+    let gauss = SampleGaussian::new(scale, co, si, inv_two_sigma1_sq);
+    // A sample's position is `x + (-l s sin + k s cos)`, `y + (l s cos + k s sin)`; the products
+    // depend on one index each, so they are computed once per index (same operations, same bits).
+    let mut along_l = [(0f32, 0f32); 24];
+    let mut along_k = [(0f32, 0f32); 24];
+    for (idx, (l_part, k_part)) in along_l.iter_mut().zip(along_k.iter_mut()).enumerate() {
+        let f = (idx as i32 - 12) as f32;
+        *l_part = (-f * scale * si, f * scale * co);
+        *k_part = (f * scale * co, f * scale * si);
     }
-    let factor = |dd: i32| -> f32 {
-        let d = dd.unsigned_abs();
-        match table.get(d as usize) {
-            Some(&w) if (d as usize) < filled => w,
-            _ => factor_of(d),
-        }
-    };
     // The sub-region centres (OpenSURF's xs, ys), sub-region (a, b) at a * 4 + b.
     let mut centres = [(0i32, 0i32); 16];
     for (a, &ka) in SUBREGION_START.iter().enumerate() {
@@ -313,28 +326,35 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     // (dx, dy, |dx|, |dy|) of each sub-region, at 4 (a * 4 + b); weighted and normalised in
     // place at the end (no second 64-entry array on the stack).
     let mut desc = [0f32; DESCRIPTOR_LEN];
-    for kk in 0..24usize {
-        let kf = (kk as i32 - 12) as f32;
-        for ll in 0..24usize {
-            let lf = (ll as i32 - 12) as f32;
-            let sample_x = math::round_to_i32(x + (-lf * scale * si + kf * scale * co));
-            let sample_y = math::round_to_i32(y + (lf * scale * co + kf * scale * si));
+    let mut row = [SampleRow::default(); 24];
+    for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
+        for (sample, &(l_x, l_y)) in row.iter_mut().zip(along_l.iter()) {
+            let sample_x = math::round_to_i32(x + (l_x + k_x));
+            let sample_y = math::round_to_i32(y + (l_y + k_y));
             let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
             // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
-            let u = -rx * si + ry * co;
-            let v = rx * co + ry * si;
-            for a in subregions_of(kk) {
-                for b in subregions_of(ll) {
-                    let (xs, ys) = centres[a * 4 + b];
-                    let gauss = factor(xs - sample_x) * factor(ys - sample_y);
-                    let rrx = gauss * u;
-                    let rry = gauss * v;
-                    let acc = &mut desc[(a * 4 + b) * 4..][..4];
-                    acc[0] += rrx;
-                    acc[1] += rry;
-                    acc[2] += math::fabsf(rrx);
-                    acc[3] += math::fabsf(rry);
+            *sample = SampleRow {
+                x: sample_x,
+                y: sample_y,
+                u: -rx * si + ry * co,
+                v: rx * co + ry * si,
+            };
+        }
+        for a in subregions_of(kk) {
+            for (b, &start) in SUBREGION_START.iter().enumerate() {
+                let (xs, ys) = centres[a * 4 + b];
+                let acc = &mut desc[(a * 4 + b) * 4..][..4];
+                let (mut dx, mut dy, mut mdx, mut mdy) = (acc[0], acc[1], acc[2], acc[3]);
+                for sample in &row[start..start + 9] {
+                    let g = gauss.factor(xs - sample.x) * gauss.factor(ys - sample.y);
+                    let rrx = g * sample.u;
+                    let rry = g * sample.v;
+                    dx += rrx;
+                    dy += rry;
+                    mdx += math::fabsf(rrx);
+                    mdy += math::fabsf(rry);
                 }
+                acc.copy_from_slice(&[dx, dy, mdx, mdy]);
             }
         }
     }
@@ -353,6 +373,63 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
         desc = [0.0; DESCRIPTOR_LEN];
     }
     desc
+}
+
+/// One sample of a descriptor row: its pixel and its Haar responses rotated into the keypoint
+/// frame.
+#[derive(Debug, Clone, Copy, Default)]
+struct SampleRow {
+    x: i32,
+    y: i32,
+    u: f32,
+    v: f32,
+}
+
+/// The sample weight of [`describe`] is the product of two 1-D factors `e(|ddx|) e(|ddy|)` with
+/// `e(d) = exp(-(d * d) / (2 sigma1^2))` (ARCHITECTURE.md), looked up in a per-keypoint table.
+struct SampleGaussian {
+    table: [f32; GAUSS_TABLE],
+    /// Entries `0..filled` of `table` are set.
+    filled: usize,
+    inv_two_sigma1_sq: f32,
+}
+
+impl SampleGaussian {
+    /// `|ddx| <= 5 scale (|cos| + |sin|) + 1`: sample and sub-region centre are at most 5 sample
+    /// spacings apart on each rotated axis, and rounding adds at most 1; larger distances (and
+    /// scales beyond the table) compute the factor directly, with the same operations.
+    fn new(scale: f32, co: f32, si: f32, inv_two_sigma1_sq: f32) -> Self {
+        let reach = 5.0 * scale * (math::fabsf(co) + math::fabsf(si)) + 2.0;
+        let filled = if reach < GAUSS_TABLE as f32 {
+            reach as usize + 1
+        } else {
+            GAUSS_TABLE
+        };
+        let mut table = [0f32; GAUSS_TABLE];
+        for (d, v) in table.iter_mut().enumerate().take(filled) {
+            *v = Self::compute(d as u32, inv_two_sigma1_sq);
+        }
+        Self {
+            table,
+            filled,
+            inv_two_sigma1_sq,
+        }
+    }
+
+    fn compute(d: u32, inv_two_sigma1_sq: f32) -> f32 {
+        math::expf(-((d as f32) * (d as f32)) * inv_two_sigma1_sq)
+    }
+
+    /// `e(|dd|)`.
+    #[inline(always)]
+    fn factor(&self, dd: i32) -> f32 {
+        let d = dd.unsigned_abs() as usize;
+        if d < self.filled {
+            self.table[d]
+        } else {
+            Self::compute(d as u32, self.inv_two_sigma1_sq)
+        }
+    }
 }
 
 /// The sub-regions' Gaussian (sigma 1.5 over the 4x4 grid, centres `(a + 0.5, b + 0.5)`, mean 2):
@@ -663,7 +740,16 @@ mod tests {
                 math::expf(-(gx * gx + gy * gy) / 4.5).to_bits()
             );
         }
-        assert_eq!(PLAIN_WINDOWS, 35);
+        // 35 windows that do not wrap, then 7 that do; the padding slots are empty.
+        let wrapping = (0..WINDOW_SLOTS).filter(|&k| WINDOW_INTERVALS[3][k] > 0.0);
+        assert_eq!(
+            wrapping.collect::<Vec<_>>(),
+            (35..WINDOWS).collect::<Vec<_>>()
+        );
+        for k in WINDOWS..WINDOW_SLOTS {
+            assert!(WINDOW_INTERVALS.iter().all(|bound| bound[k] == 0.0));
+        }
+        assert_eq!(ORIENTATION_GRID[0], (-5, -3, ORIENTATION_WEIGHTS[5][3]));
     }
 
     #[test]

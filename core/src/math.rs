@@ -56,15 +56,10 @@ pub(crate) fn fabs(x: f64) -> f64 {
 pub(crate) fn round_to_i32(x: f32) -> i32 {
     // `as` truncates toward zero; `x - trunc(x)` is exact in f32, so comparing the fraction with
     // one half decides exactly like `roundf`. Beyond 2^23 every f32 is an integer (fraction 0).
+    // Branch-free (the fraction of a sample position is unpredictable): +1, -1 or 0.
     let t = x as i32;
     let frac = x - t as f32;
-    if frac >= 0.5 {
-        t.saturating_add(1)
-    } else if frac <= -0.5 {
-        t.saturating_sub(1)
-    } else {
-        t
-    }
+    t.saturating_add(i32::from(frac >= 0.5) - i32::from(frac <= -0.5))
 }
 
 /// `2^k` for `k` in `-126..=127`, from its bits (exact).
