@@ -1,19 +1,23 @@
 //! The CPU reference backend: `surfcl-core` behind the [`Backend`] trait.
 //!
-//! SURF detection fills each octave's response maps in bands of rows on
-//! `std::thread::available_parallelism()` threads (the core's `surf::detect_with_fill`; the
-//! non-maximum suppression that follows is the core's single-threaded scan); description splits
-//! the keypoints and matching splits the queries over the same threads. All give exactly the
-//! single-threaded result: every response sample, descriptor and query is independent, and the
-//! matcher's range functions are made for it (see `surfcl_core::matcher`, "Splitting the
-//! queries").
+//! The backend owns a [`rayon`] pool of `std::thread::available_parallelism()` threads (or the
+//! number given to [`CpuBackend::with_threads`]). SURF detection fills each octave's response
+//! maps in bands of rows on it (the core's `surf::detect_with_fill`; the non-maximum suppression
+//! that follows is the core's single-threaded scan); description hands out small runs of
+//! keypoints (their cost varies with the scale, so work stealing balances the threads) and
+//! matching splits the queries. All give exactly the single-threaded result: every response
+//! sample, descriptor and query is independent, and the matcher's range functions are made for
+//! it (see `surfcl_core::matcher`, "Splitting the queries").
 //!
 //! Buffers (integral image, detector scratch, keypoint storage, Q7 copies, match outputs) live in
 //! the struct and only grow: after the first frame of a given size and capacity, nothing is
 //! allocated except the owned vectors of the returned [`Features`].
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use surfcl_core::describe::{describe_all, to_q7};
 use surfcl_core::integral::integral_len;
@@ -35,6 +39,9 @@ const MIN_QUERIES_PER_THREAD: usize = 128;
 /// The CPU reference backend.
 #[derive(Debug, Default)]
 pub struct CpuBackend {
+    /// The worker threads; `None` runs everything on the calling thread (one thread asked for,
+    /// or a pool that could not be created).
+    pool: Option<Arc<rayon::ThreadPool>>,
     integral: Vec<u32>,
     surf_scratch: Vec<u32>,
     harris_scratch: Vec<i32>,
@@ -53,13 +60,27 @@ impl CpuBackend {
         Self::with_threads(threads)
     }
 
-    /// A backend using at most `threads` threads for description and matching (at least 1).
+    /// A backend using at most `threads` threads (at least 1) for detection, description and
+    /// matching. Should the operating system refuse to start the threads, the backend runs on
+    /// the calling thread alone (and says so in [`Backend::device`]).
     pub fn with_threads(threads: usize) -> Self {
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("surfcl-cpu-{i}"))
+                    .build()
+                    .ok()
+            })
+            .flatten()
+            .map(Arc::new);
         Self {
-            threads: threads.max(1),
+            threads: if pool.is_some() { threads } else { 1 },
+            pool,
             ..Self::default()
         }
     }
+
 }
 
 /// Grows `v` to at least `len` elements (never shrinks, so buffers are reused across frames).
@@ -112,14 +133,14 @@ impl Backend for CpuBackend {
             DetectorKind::Surf => {
                 let need = surf::scratch_len(&params.surf, width, height)?;
                 ensure_len(&mut self.surf_scratch, need);
-                let (config, threads) = (&params.surf, self.threads);
+                let (config, pool) = (&params.surf, self.pool.as_deref());
                 surf::detect_with_fill(
                     &ii,
                     config,
                     &mut self.surf_scratch[..need],
                     &mut sink,
                     |octave, grid_w, grid_h, maps| {
-                        fill_parallel(&ii, config, octave, grid_w, grid_h, maps, threads)
+                        fill_parallel(&ii, config, octave, grid_w, grid_h, maps, pool)
                     },
                 )?;
                 params.surf.upright
@@ -148,7 +169,13 @@ impl Backend for CpuBackend {
 
         let start = Instant::now();
         let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; keypoints.len()];
-        describe_parallel(&ii, &mut keypoints, upright, &mut descriptors, self.threads)?;
+        describe_parallel(
+            &ii,
+            &mut keypoints,
+            upright,
+            &mut descriptors,
+            self.pool.as_deref(),
+        )?;
         timings.push(StageTiming {
             name: if upright {
                 "describe"
@@ -185,10 +212,11 @@ impl Backend for CpuBackend {
                     train_kps: &train.keypoints,
                     train_desc: &train.descriptors,
                 };
+                let (threads, pool) = (self.threads, self.pool.as_deref());
                 parallel_match(
                     sides,
                     config,
-                    self.threads,
+                    Workers { threads, pool },
                     &mut self.matches,
                     &mut self.train_best,
                     match_range_f32,
@@ -205,10 +233,11 @@ impl Backend for CpuBackend {
                     train_kps: &train.keypoints,
                     train_desc: &self.train_q7,
                 };
+                let (threads, pool) = (self.threads, self.pool.as_deref());
                 parallel_match(
                     sides,
                     config,
-                    self.threads,
+                    Workers { threads, pool },
                     &mut self.matches,
                     &mut self.train_best,
                     match_range_q7,
@@ -218,18 +247,16 @@ impl Backend for CpuBackend {
     }
 }
 
-/// Below this many keypoints per thread, describing on one thread is faster.
-const MIN_KEYPOINTS_PER_THREAD: usize = 64;
+/// Keypoints described per task: small enough that work stealing evens out keypoints of
+/// different scales, large enough that a task costs far more than handing it out.
+const KEYPOINTS_PER_TASK: usize = 32;
 
-/// [`describe_all`] over contiguous chunks of keypoints on up to `threads` threads. Each
-/// keypoint's orientation and descriptor depend only on the integral image and the keypoint, so
-/// the result is identical to one call.
-/// Below this many grid rows per thread, an octave is filled on one thread.
-const MIN_ROWS_PER_THREAD: usize = 16;
+/// Grid rows filled per task.
+const ROWS_PER_TASK: usize = 8;
 
-/// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`) in contiguous bands of
-/// rows, one per thread: each band is [`surf::fill_octave_rows`] into its own slice, so the maps
-/// are exactly the single-threaded ones.
+/// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`) in bands of
+/// [`ROWS_PER_TASK`] rows on `pool`: each band is [`surf::fill_octave_rows`] into its own slice,
+/// so the maps are exactly the single-threaded ones.
 fn fill_parallel(
     ii: &IntegralImage<'_>,
     config: &surf::SurfConfig,
@@ -237,58 +264,51 @@ fn fill_parallel(
     grid_w: usize,
     grid_h: usize,
     maps: &mut [u32],
-    threads: usize,
+    pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), surf::SurfError> {
-    let threads = threads.min(grid_h / MIN_ROWS_PER_THREAD).max(1);
-    if threads == 1 || grid_w == 0 {
+    let Some(pool) = pool.filter(|_| grid_h > ROWS_PER_TASK && grid_w > 0) else {
         return surf::fill_octave_rows(ii, config, octave, 0..grid_h, maps);
-    }
-    let rows_per_band = grid_h.div_ceil(threads);
+    };
     let words_per_row = maps.len() / grid_h;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = maps
-            .chunks_mut(rows_per_band * words_per_row)
+    pool.install(|| {
+        maps.par_chunks_mut(ROWS_PER_TASK * words_per_row)
             .enumerate()
-            .map(|(band, chunk)| {
-                let first = band * rows_per_band;
-                let rows = first..(first + rows_per_band).min(grid_h);
-                s.spawn(move || surf::fill_octave_rows(ii, config, octave, rows, chunk))
+            .try_for_each(|(band, chunk)| {
+                let first = band * ROWS_PER_TASK;
+                let rows = first..(first + ROWS_PER_TASK).min(grid_h);
+                surf::fill_octave_rows(ii, config, octave, rows, chunk)
             })
-            .collect();
-        // The core does not panic on any input; were a band to panic anyway, it is re-raised
-        // here exactly as the single-threaded fill would have panicked.
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     })
 }
 
+/// [`describe_all`] over runs of [`KEYPOINTS_PER_TASK`] keypoints on `pool` (or one call on
+/// this thread without one). Each keypoint's orientation and descriptor depend only on the
+/// integral image and the keypoint, so the result is identical to one call.
 fn describe_parallel(
     ii: &IntegralImage<'_>,
     keypoints: &mut [Keypoint],
     upright: bool,
     out: &mut [Descriptor],
-    threads: usize,
+    pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), Error> {
-    let threads = threads
-        .min(keypoints.len() / MIN_KEYPOINTS_PER_THREAD)
-        .max(1);
-    if threads == 1 {
-        describe_all(ii, keypoints, upright, out)?;
-        return Ok(());
+    match pool {
+        Some(pool) if out.len() == keypoints.len() => pool.install(|| {
+            keypoints
+                .par_chunks_mut(KEYPOINTS_PER_TASK)
+                .zip(out.par_chunks_mut(KEYPOINTS_PER_TASK))
+                .try_for_each(|(kps, descs)| describe_all(ii, kps, upright, descs))
+        })?,
+        // One thread, or the core's own length error with its message.
+        _ => describe_all(ii, keypoints, upright, out)?,
     }
-    let chunk = keypoints.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = keypoints
-            .chunks_mut(chunk)
-            .zip(out.chunks_mut(chunk))
-            .map(|(kps, descs)| s.spawn(move || describe_all(ii, kps, upright, descs)))
-            .collect();
-        handles.into_iter().try_for_each(|h| match h.join() {
-            Ok(result) => result.map_err(Error::from),
-            Err(_) => Err(Error::Internal("a describing thread panicked".into())),
-        })
-    })
+    Ok(())
+}
+
+/// The threads a matching call may use.
+#[derive(Clone, Copy)]
+struct Workers<'a> {
+    threads: usize,
+    pool: Option<&'a rayon::ThreadPool>,
 }
 
 /// The two sides of a matching call.
@@ -317,14 +337,15 @@ type RangeMatcher<D> = fn(
 fn parallel_match<D: Sync>(
     sides: Sides<'_, D>,
     config: &MatchConfig,
-    threads: usize,
+    workers: Workers<'_>,
     out: &mut Vec<Match>,
     train_best: &mut Vec<Vec<TrainBest>>,
     matcher: RangeMatcher<D>,
 ) -> Result<Vec<Match>, Error> {
     let n_query = sides.query_desc.len();
     let n_train = sides.train_desc.len();
-    let threads = threads
+    let threads = workers
+        .threads
         .min(n_query / MIN_QUERIES_PER_THREAD)
         .clamp(1, n_query.max(1));
     let chunk = n_query.div_ceil(threads).max(1);
@@ -338,38 +359,36 @@ fn parallel_match<D: Sync>(
         reset_train_best(best);
     }
 
-    let results: Vec<Result<usize, Error>> = std::thread::scope(|s| {
-        let handles: Vec<_> = out[..n_query]
+    let one_range = |(i, (out_chunk, best)): (usize, (&mut [Match], &mut Vec<TrainBest>))| {
+        let range = i * chunk..(i * chunk + out_chunk.len());
+        matcher(
+            sides.query_kps,
+            sides.query_desc,
+            range,
+            sides.train_kps,
+            sides.train_desc,
+            config,
+            best,
+            out_chunk,
+        )
+        .map_err(Error::from)
+    };
+    let results: Vec<Result<usize, Error>> = match workers.pool.filter(|_| threads > 1) {
+        Some(pool) => pool.install(|| {
+            out[..n_query]
+                .par_chunks_mut(chunk)
+                .zip(train_best.par_iter_mut())
+                .enumerate()
+                .map(one_range)
+                .collect()
+        }),
+        None => out[..n_query]
             .chunks_mut(chunk)
             .zip(train_best.iter_mut())
             .enumerate()
-            .map(|(i, (out_chunk, best))| {
-                let range = i * chunk..(i * chunk + out_chunk.len());
-                let sides = &sides;
-                s.spawn(move || {
-                    matcher(
-                        sides.query_kps,
-                        sides.query_desc,
-                        range,
-                        sides.train_kps,
-                        sides.train_desc,
-                        config,
-                        best,
-                        out_chunk,
-                    )
-                    .map_err(Error::from)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                // A panic in a worker would be a core bug; report it as an error, not a crash.
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Internal("a matching thread panicked".into())))
-            })
-            .collect()
-    });
+            .map(one_range)
+            .collect(),
+    };
     let counts = results.into_iter().collect::<Result<Vec<usize>, Error>>()?;
 
     if config.cross_check && counts.len() > 1 {
