@@ -80,7 +80,6 @@ impl CpuBackend {
             ..Self::default()
         }
     }
-
 }
 
 /// Grows `v` to at least `len` elements (never shrinks, so buffers are reused across frames).
