@@ -1,0 +1,122 @@
+//! The CPU backend end to end (integral, detection, orientation and description; the matcher's
+//! own bench is `surfcl-core`'s `matcher`) on real images, with one thread and with every
+//! thread of the machine, warm (buffers reused from frame to frame, as in a stream).
+//!
+//! Run: `cargo bench -p surfcl-gpu --bench cpu_backend`. `SURFCL_BENCH_IMAGES` (paths separated
+//! by commas) replaces the default image, Oxford boat img1; `SURFCL_BENCH_THREADS` (e.g. `1` or
+//! `1,2`) the thread counts. Before the criterion figures, each case prints the median time of
+//! every stage over 15 frames (the backend's own `Features::timings`).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use surfcl_core::harris::HarrisConfig;
+use surfcl_core::surf::SurfConfig;
+use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind};
+use surfcl_gpu::cpu::CpuBackend;
+use surfcl_gpu::io::load_gray;
+
+/// The images of this run.
+fn images() -> Vec<PathBuf> {
+    match std::env::var("SURFCL_BENCH_IMAGES") {
+        Ok(list) => list.split(',').map(PathBuf::from).collect(),
+        Err(_) => vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm")],
+    }
+}
+
+/// The thread counts of this run: 1 and the machine's.
+fn thread_counts() -> Vec<usize> {
+    if let Ok(list) = std::env::var("SURFCL_BENCH_THREADS") {
+        return list
+            .split(',')
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+    }
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if all > 1 { vec![1, all] } else { vec![1] }
+}
+
+/// The two configurations of the comparisons: default oriented SURF (4 octaves), and upright
+/// SURF with 3 octaves (what the fastest CPU SURF implementations do).
+fn configurations() -> [(&'static str, DetectParams); 2] {
+    let params = |surf: SurfConfig| DetectParams {
+        detector: DetectorKind::Surf,
+        surf,
+        harris: HarrisConfig::default(),
+        max_keypoints: 100_000,
+        descriptor: DescriptorKind::F32,
+    };
+    [
+        ("oriented", params(SurfConfig::default())),
+        (
+            "upright_3oct",
+            params(SurfConfig {
+                upright: true,
+                octaves: 3,
+                ..SurfConfig::default()
+            }),
+        ),
+    ]
+}
+
+/// Median time of every stage over `frames` frames, printed on one line.
+fn print_stages(
+    backend: &mut CpuBackend,
+    image: &surfcl_core::GrayImage<'_>,
+    params: &DetectParams,
+    label: &str,
+) {
+    let frames = 15;
+    let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut keypoints = 0;
+    for _ in 0..frames {
+        let features = backend.detect(image, params).expect("detection failed");
+        keypoints = features.keypoints.len();
+        for (i, t) in features.timings.iter().enumerate() {
+            if per_stage.len() <= i {
+                per_stage.push((t.name.clone(), Vec::new()));
+            }
+            per_stage[i].1.push(t.ms);
+        }
+    }
+    let mut line = format!("{label}: {keypoints} keypoints, median ms:");
+    let mut total = 0.0;
+    for (name, mut times) in per_stage {
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        total += median;
+        line.push_str(&format!(" {name} {median:.2}"));
+    }
+    println!("{line} (sum {total:.2})");
+}
+
+fn bench(c: &mut Criterion) {
+    for path in images() {
+        let owned = load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let image = owned.view().expect("image view");
+        let name = path
+            .file_stem()
+            .map_or("image".into(), |s| s.to_string_lossy().into_owned());
+        let mut group = c.benchmark_group(format!(
+            "cpu_backend/{name}_{}x{}",
+            image.width(),
+            image.height()
+        ));
+        group.sample_size(15);
+        for threads in thread_counts() {
+            let mut backend = CpuBackend::with_threads(threads);
+            for (mode, params) in configurations() {
+                let label = format!("{mode}/{threads}t");
+                print_stages(&mut backend, &image, &params, &format!("{name} {label}"));
+                group.bench_function(&label, |b| {
+                    b.iter(|| black_box(backend.detect(&image, &params).expect("detection failed")))
+                });
+            }
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
