@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 15's comparison, in one run: the CPU backend of this tree against the same backend at
+# b728fc2 (the last commit before the CPU fast-path work) and against cv2 ORB, on a 640x480 and
+# a 1920x1080 real image, warm, one thread (`taskset -c 0`), then this tree on every core.
+#   scripts/bench_cpu_vs_b728.sh [OUT_DIR]     (default target/bench-cpu-vs-b728)
+# Both trees run the same criterion bench (gpu-runner/benches/cpu_backend.rs is copied into the
+# b728fc2 worktree: its API is the same). Rounds alternate between the trees, so a slow period
+# of a shared machine hits both; compare ratios, not absolute times.
+#
+# Images: the centre 640x480 crop of Oxford boat img1 (data/oxford-boat), and "Elephants"
+# 1920x1080 from Debian's mate-backgrounds (GPL-2+), downloaded here, never committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${1:-target/bench-cpu-vs-b728}
+mkdir -p "$out/images"
+python3 -c "import cv2" 2>/dev/null || pip install -q opencv-python-headless numpy
+
+# The images.
+if [ ! -f "$out/images/eleph1080.pgm" ]; then
+    (cd "$out/images" && apt-get download mate-backgrounds >/dev/null &&
+        dpkg-deb -x mate-backgrounds_*_all.deb deb)
+fi
+python3 - "$out/images" <<'PY'
+import sys, cv2
+d = sys.argv[1]
+boat = cv2.imread("data/oxford-boat/img1.pgm", cv2.IMREAD_GRAYSCALE)
+h, w = boat.shape
+y, x = (h - 480) // 2, (w - 640) // 2
+cv2.imwrite(f"{d}/boat640.pgm", boat[y:y + 480, x:x + 640])
+el = cv2.imread(f"{d}/deb/usr/share/backgrounds/mate/abstract/Elephants.jpg", cv2.IMREAD_GRAYSCALE)
+if el.shape != (1080, 1920):
+    el = cv2.resize(el, (1920, 1080), interpolation=cv2.INTER_AREA)
+cv2.imwrite(f"{d}/eleph1080.pgm", el)
+PY
+images="$root/$out/images/boat640.pgm,$root/$out/images/eleph1080.pgm"
+
+# The b728fc2 worktree, with this tree's bench.
+base=target/bench-b728
+[ -d "$base" ] || git worktree add -f "$base" b728fc2 >/dev/null
+mkdir -p "$base/gpu-runner/benches"
+cp gpu-runner/benches/cpu_backend.rs "$base/gpu-runner/benches/"
+grep -q 'name = "cpu_backend"' "$base/gpu-runner/Cargo.toml" ||
+    printf '\n[[bench]]\nname = "cpu_backend"\nharness = false\n' >>"$base/gpu-runner/Cargo.toml"
+
+run() { # tree label threads cpus
+    (cd "$1" && SURFCL_BENCH_IMAGES=$images SURFCL_BENCH_THREADS=$3 taskset -c "$4" \
+        cargo bench -q -p surfcl-gpu --bench cpu_backend -- --noplot 2>&1 |
+        grep -E "median ms|time:|^cpu_backend" | sed "s/^/$2 /") | tee -a "$out/log.txt"
+}
+(cd "$base" && cargo bench -q -p surfcl-gpu --bench cpu_backend --no-run)
+cargo bench -q -p surfcl-gpu --bench cpu_backend --no-run
+: >"$out/log.txt"
+{ date -u +"%Y-%m-%dT%H:%MZ"; lscpu | grep -E "Model name|^CPU\(s\)"; git rev-parse --short HEAD; } | tee -a "$out/log.txt"
+for round in 1 2; do
+    echo "round $round" | tee -a "$out/log.txt"
+    run "$root" main 1 0
+    run "$root/$base" b728fc2 1 0
+    python3 scripts/peer_orb.py 1 "$out/images/boat640.pgm" "$out/images/eleph1080.pgm" | sed "s/^/orb /" | tee -a "$out/log.txt"
+done
+nproc=$(nproc)
+run "$root" main "$nproc" "0-$((nproc - 1))"
