@@ -250,16 +250,29 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         cpu.detect(&image, &params)?; // warm-up (buffers)
         let mut walls = Vec::with_capacity(cpu_frames);
         let mut kps = 0;
+        // Per stage, in execution order (the backend's `Features::timings`).
+        let mut cpu_stages: Vec<(String, Vec<f64>)> = Vec::new();
         for _ in 0..cpu_frames {
             let t = Instant::now();
             let f = cpu.detect(&image, &params)?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
             kps = f.keypoints.len();
+            for (i, stage) in f.timings.iter().enumerate() {
+                if cpu_stages.len() <= i {
+                    cpu_stages.push((stage.name.clone(), Vec::with_capacity(cpu_frames)));
+                }
+                cpu_stages[i].1.push(stage.ms);
+            }
         }
         let cpu_wall = median(&mut walls);
+        let stages: Vec<Value> = cpu_stages
+            .iter_mut()
+            .map(|(name, values)| json!({"stage": name, "ms": median(values)}))
+            .collect();
         row.insert(
             "cpu".into(),
-            json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall, "keypoints": kps}),
+            json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall,
+                   "keypoints": kps, "stages_ms": stages}),
         );
         row.insert("cpu_over_opencl".into(), json!(cpu_wall / gpu_wall));
         print_size_row(&say, w, h, &row, cpu_wall, gpu_wall)?;
@@ -368,6 +381,15 @@ fn print_size_row(
         ))?;
     }
     say(&format!("  CPU backend:          {cpu:>9.3} ms"))?;
+    if let Some(stages) = row.get("cpu").and_then(|c| c["stages_ms"].as_array()) {
+        for s in stages {
+            say(&format!(
+                "    {:<16} {:>9.3} ms",
+                s["stage"].as_str().unwrap_or("-"),
+                s["ms"].as_f64().unwrap_or(f64::NAN)
+            ))?;
+        }
+    }
     if gpu.is_finite() {
         say(&format!("  CPU / OpenCL:         {:>9.2}x", cpu / gpu))?;
     }
