@@ -182,25 +182,41 @@ const WINDOW_BOUNDS: [(f32, f32); WINDOWS] = {
 };
 
 /// Number of orientation samples: the `(i, j)` with `i^2 + j^2 < 36`.
-const ORIENTATION_SAMPLES: usize = 109;
+pub(crate) const ORIENTATION_SAMPLES: usize = 109;
 
-/// The orientation samples `(i, j, weight)` in OpenSURF's order (`i` outer, `j` inner, both
-/// `-6..=6`), the weight from [`ORIENTATION_WEIGHTS`]; evaluated by the compiler.
-const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
-    let mut grid = [(0i8, 0i8, 0f32); ORIENTATION_SAMPLES];
+/// The orientation samples `(i, j)`, `i^2 + j^2 < 36`, in OpenSURF's order (`i` outer, `j`
+/// inner, both `-6..=6`), for the `f32` and the fixed-point paths.
+pub(crate) const ORIENTATION_OFFSETS: [(i8, i8); ORIENTATION_SAMPLES] = {
+    let mut offsets = [(0i8, 0i8); ORIENTATION_SAMPLES];
     let mut n = 0;
     let mut i = -6i32;
     while i <= 6 {
         let mut j = -6i32;
         while j <= 6 {
             if i * i + j * j < 36 {
-                let w = ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize];
-                grid[n] = (i as i8, j as i8, w);
+                offsets[n] = (i as i8, j as i8);
                 n += 1;
             }
             j += 1;
         }
         i += 1;
+    }
+    offsets
+};
+
+/// [`ORIENTATION_OFFSETS`] with their weights from [`ORIENTATION_WEIGHTS`], evaluated by the
+/// compiler.
+const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
+    let mut grid = [(0i8, 0i8, 0f32); ORIENTATION_SAMPLES];
+    let mut n = 0;
+    while n < ORIENTATION_SAMPLES {
+        let (i, j) = ORIENTATION_OFFSETS[n];
+        grid[n] = (
+            i,
+            j,
+            ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize],
+        );
+        n += 1;
     }
     grid
 };

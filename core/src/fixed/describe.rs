@@ -9,29 +9,24 @@ use super::{
     fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
 };
 use crate::describe::{DescribeError, describe_each, haar_pair};
+use crate::describe::{ORIENTATION_OFFSETS, ORIENTATION_SAMPLES};
 #[cfg(test)]
 use crate::describe::{haar_x, haar_y};
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
 
-/// Orientation samples `(i, j)` with `i^2 + j^2 < 36` in `[-6, 6]^2`, `i` outer, and their
+/// The orientation samples ([`ORIENTATION_OFFSETS`]) and their
 /// Gaussian weights `exp(-(i^2 + j^2) / 12.5)` in Q16 (the constant factor of the `f32` path's
 /// Gaussian is left out: it changes no angle).
-const ORIENTATION: [(i8, i8, i32); 109] = {
-    let mut table = [(0i8, 0i8, 0i32); 109];
+const ORIENTATION: [(i8, i8, i32); ORIENTATION_SAMPLES] = {
+    let mut table = [(0i8, 0i8, 0i32); ORIENTATION_SAMPLES];
     let mut n = 0;
-    let mut i = -6i32;
-    while i <= 6 {
-        let mut j = -6i32;
-        while j <= 6 {
-            if i * i + j * j < 36 {
-                let w = const_exp(-((i * i + j * j) as f64) / 12.5);
-                table[n] = (i as i8, j as i8, (w * 65536.0 + 0.5) as i32);
-                n += 1;
-            }
-            j += 1;
-        }
-        i += 1;
+    while n < ORIENTATION_SAMPLES {
+        let (i, j) = ORIENTATION_OFFSETS[n];
+        let d2 = (i as i32) * (i as i32) + (j as i32) * (j as i32);
+        let w = const_exp(-(d2 as f64) / 12.5);
+        table[n] = (i, j, (w * 65536.0 + 0.5) as i32);
+        n += 1;
     }
     table
 };
