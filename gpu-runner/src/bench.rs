@@ -33,7 +33,9 @@ use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, open_backend};
+use crate::backend::{
+    BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming, open_backend,
+};
 use crate::cli::{BenchArgs, ImageSize};
 use crate::error::Error;
 use crate::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
@@ -139,6 +141,31 @@ fn frame(source: &image::GrayImage, width: usize, height: usize) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The median time of every stage over `frames` (each frame's `timings`), as JSON
+/// `{"stage", "ms"}` in execution order: an array, not a map, so the order stays. A stage that
+/// runs several times in a frame (an OpenCL kernel per octave) counts with the sum of its runs.
+fn stage_medians(frames: &[Vec<StageTiming>]) -> Vec<Value> {
+    let mut names: Vec<&str> = Vec::new();
+    for t in frames.first().into_iter().flatten() {
+        if !names.contains(&t.name.as_str()) {
+            names.push(&t.name);
+        }
+    }
+    names
+        .iter()
+        .map(|name| {
+            let mut per_frame: Vec<f64> = frames
+                .iter()
+                .map(|timings| {
+                    let runs = timings.iter().filter(|t| t.name == *name);
+                    runs.map(|t| t.ms).sum()
+                })
+                .collect();
+            json!({"stage": name, "ms": median(&mut per_frame)})
+        })
+        .collect()
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -250,25 +277,16 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         cpu.detect(&image, &params)?; // warm-up (buffers)
         let mut walls = Vec::with_capacity(cpu_frames);
         let mut kps = 0;
-        // Per stage, in execution order (the backend's `Features::timings`).
-        let mut cpu_stages: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut frame_timings = Vec::with_capacity(cpu_frames);
         for _ in 0..cpu_frames {
             let t = Instant::now();
             let f = cpu.detect(&image, &params)?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
             kps = f.keypoints.len();
-            for (i, stage) in f.timings.iter().enumerate() {
-                if cpu_stages.len() <= i {
-                    cpu_stages.push((stage.name.clone(), Vec::with_capacity(cpu_frames)));
-                }
-                cpu_stages[i].1.push(stage.ms);
-            }
+            frame_timings.push(f.timings);
         }
         let cpu_wall = median(&mut walls);
-        let stages: Vec<Value> = cpu_stages
-            .iter_mut()
-            .map(|(name, values)| json!({"stage": name, "ms": median(values)}))
-            .collect();
+        let stages = stage_medians(&frame_timings);
         row.insert(
             "cpu".into(),
             json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall,
@@ -459,33 +477,18 @@ fn bench_gpu(
 ) -> Result<(String, Value), OpenClError> {
     let mut pipeline = GpuDetector::open(image, params, device)?;
     let warm = pipeline.detect(image)?;
-    let mut stage_names: Vec<String> = warm.timings.iter().map(|t| t.name.clone()).collect();
-    stage_names.dedup();
-    let mut per_stage: Vec<Vec<f64>> = vec![Vec::with_capacity(frames); stage_names.len()];
+    let mut frame_timings = Vec::with_capacity(frames);
     let mut totals = Vec::with_capacity(frames);
     let mut walls = Vec::with_capacity(frames);
     let mut keypoints = warm.keypoints.len();
     for _ in 0..frames {
         let out = pipeline.detect(image)?;
         keypoints = out.keypoints.len();
-        for (i, name) in stage_names.iter().enumerate() {
-            let ms: f64 = out
-                .timings
-                .iter()
-                .filter(|t| &t.name == name)
-                .map(|t| t.ms)
-                .sum();
-            per_stage[i].push(ms);
-        }
         totals.push(out.timings.iter().map(|t| t.ms).sum());
         walls.push(out.wall_ms);
+        frame_timings.push(out.timings);
     }
-    // An array, not a map: the stages stay in execution order.
-    let stages: Vec<Value> = stage_names
-        .iter()
-        .zip(per_stage.iter_mut())
-        .map(|(name, values)| json!({"stage": name, "ms": median(values)}))
-        .collect();
+    let stages = stage_medians(&frame_timings);
     let name = pipeline.device_name();
     Ok((
         name.clone(),

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use surfcl_core::describe::{describe_all, to_q7};
+use surfcl_core::describe::{DescribeError, describe_all, to_q7};
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{
     Match, MatchConfig, TrainBest, match_range_f32, match_range_q7, merge_train_best,
@@ -51,7 +51,6 @@ pub struct CpuBackend {
     matches: Vec<Match>,
     train_best: Vec<Vec<TrainBest>>,
     spatial: SpatialOrder,
-    threads: usize,
 }
 
 impl CpuBackend {
@@ -76,10 +75,14 @@ impl CpuBackend {
             .flatten()
             .map(Arc::new);
         Self {
-            threads: if pool.is_some() { threads } else { 1 },
             pool,
             ..Self::default()
         }
+    }
+
+    /// The number of threads the backend works on (1 without a pool).
+    fn threads(&self) -> usize {
+        thread_count(self.pool.as_deref())
     }
 }
 
@@ -103,8 +106,8 @@ impl Backend for CpuBackend {
     fn device(&self) -> String {
         format!(
             "CPU reference ({} thread{})",
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            self.threads(),
+            if self.threads() == 1 { "" } else { "s" }
         )
     }
 
@@ -213,11 +216,10 @@ impl Backend for CpuBackend {
                     train_kps: &train.keypoints,
                     train_desc: &train.descriptors,
                 };
-                let (threads, pool) = (self.threads, self.pool.as_deref());
                 parallel_match(
                     sides,
                     config,
-                    Workers { threads, pool },
+                    self.pool.as_deref(),
                     &mut self.matches,
                     &mut self.train_best,
                     match_range_f32,
@@ -234,11 +236,10 @@ impl Backend for CpuBackend {
                     train_kps: &train.keypoints,
                     train_desc: &self.train_q7,
                 };
-                let (threads, pool) = (self.threads, self.pool.as_deref());
                 parallel_match(
                     sides,
                     config,
-                    Workers { threads, pool },
+                    self.pool.as_deref(),
                     &mut self.matches,
                     &mut self.train_best,
                     match_range_q7,
@@ -309,8 +310,11 @@ fn describe_parallel(
     spatial: &mut SpatialOrder,
 ) -> Result<(), Error> {
     if out.len() != keypoints.len() {
-        // The core's own length error, with its message.
-        describe_all(ii, keypoints, upright, out)?;
+        return Err(DescribeError::OutputLength {
+            expected: keypoints.len(),
+            actual: out.len(),
+        }
+        .into());
     }
     let SpatialOrder {
         order,
@@ -340,11 +344,9 @@ fn describe_parallel(
     Ok(())
 }
 
-/// The threads a matching call may use.
-#[derive(Clone, Copy)]
-struct Workers<'a> {
-    threads: usize,
-    pool: Option<&'a rayon::ThreadPool>,
+/// The threads work runs on: `pool`'s, or the calling thread alone.
+fn thread_count(pool: Option<&rayon::ThreadPool>) -> usize {
+    pool.map_or(1, rayon::ThreadPool::current_num_threads)
 }
 
 /// The two sides of a matching call.
@@ -373,15 +375,14 @@ type RangeMatcher<D> = fn(
 fn parallel_match<D: Sync>(
     sides: Sides<'_, D>,
     config: &MatchConfig,
-    workers: Workers<'_>,
+    pool: Option<&rayon::ThreadPool>,
     out: &mut Vec<Match>,
     train_best: &mut Vec<Vec<TrainBest>>,
     matcher: RangeMatcher<D>,
 ) -> Result<Vec<Match>, Error> {
     let n_query = sides.query_desc.len();
     let n_train = sides.train_desc.len();
-    let threads = workers
-        .threads
+    let threads = thread_count(pool)
         .min(n_query / MIN_QUERIES_PER_THREAD)
         .clamp(1, n_query.max(1));
     let chunk = n_query.div_ceil(threads).max(1);
@@ -409,7 +410,7 @@ fn parallel_match<D: Sync>(
         )
         .map_err(Error::from)
     };
-    let results: Vec<Result<usize, Error>> = match workers.pool.filter(|_| threads > 1) {
+    let results: Vec<Result<usize, Error>> = match pool.filter(|_| threads > 1) {
         Some(pool) => pool.install(|| {
             out[..n_query]
                 .par_chunks_mut(chunk)
