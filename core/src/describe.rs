@@ -182,11 +182,12 @@ const WINDOW_BOUNDS: [(f32, f32); WINDOWS] = {
 };
 
 /// Number of orientation samples: the `(i, j)` with `i^2 + j^2 < 36`.
-pub(crate) const ORIENTATION_SAMPLES: usize = 109;
+pub const ORIENTATION_SAMPLES: usize = 109;
 
 /// The orientation samples `(i, j)`, `i^2 + j^2 < 36`, in OpenSURF's order (`i` outer, `j`
-/// inner, both `-6..=6`), for the `f32` and the fixed-point paths.
-pub(crate) const ORIENTATION_OFFSETS: [(i8, i8); ORIENTATION_SAMPLES] = {
+/// inner, both `-6..=6`), for the `f32` and the fixed-point paths and the OpenCL kernels (which
+/// get them as a table).
+pub const ORIENTATION_OFFSETS: [(i8, i8); ORIENTATION_SAMPLES] = {
     let mut offsets = [(0i8, 0i8); ORIENTATION_SAMPLES];
     let mut n = 0;
     let mut i = -6i32;

@@ -263,7 +263,7 @@ pub fn scratch_len(width: usize, height: usize) -> Result<usize, HarrisError> {
 }
 
 /// `NORM = 1 / 32640^2` (module docs, stage 5), rounded once to `f32`.
-const NORM: f32 = (1.0f64 / (32640.0f64 * 32640.0f64)) as f32;
+pub const NORM: f32 = (1.0f64 / (32640.0f64 * 32640.0f64)) as f32;
 
 /// `dst[x] = src[cx(x-1)] + 2 src[x] + src[cx(x+1)]`.
 #[inline]

@@ -19,14 +19,10 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-#define KP_WORDS 8
-#define DESC_LEN 64
-#define RECORD_WORDS (KP_WORDS + DESC_LEN)
-#define HEADER_WORDS 16
-#define H_CANDIDATES 0
-#define H_OVERFLOW 1
-// Largest response of the frame, as an order-preserving uint (see `ordered`).
-#define H_MAX 2
+// The result buffer's layout (HEADER_WORDS, KP_WORDS, DESC_LEN, RECORD_WORDS, the header words
+// H_*, the record words KP_* and the META_*_SHIFT bytes of KP_META) and MAX_OCTAVES come from the
+// host as -D build options: gpu-runner/src/opencl/record.rs is their one definition.
+// H_MAX holds the frame's largest response as an order-preserving uint (see `ordered`).
 
 #define LSZ (TILE_W * TILE_H)
 
@@ -253,14 +249,14 @@ __kernel void harris_nms(__global const float* resp, int width, int height, int 
         return;
     }
     __global uint* rec = cand + (size_t)slot * KP_WORDS;
-    rec[0] = as_uint(fx);
-    rec[1] = as_uint(fy);
-    rec[2] = as_uint(scale);
-    rec[3] = as_uint(0.0f);
-    rec[4] = as_uint(v);
-    rec[5] = 0u;  // octave 0, interval 0, laplacian 0
-    rec[6] = (uint)x;
-    rec[7] = (uint)y;
+    rec[KP_X] = as_uint(fx);
+    rec[KP_Y] = as_uint(fy);
+    rec[KP_SCALE] = as_uint(scale);
+    rec[KP_ORIENTATION] = as_uint(0.0f);
+    rec[KP_RESPONSE] = as_uint(v);
+    rec[KP_META] = 0u;  // octave 0, interval 0, Laplacian 0
+    rec[KP_SAMPLE_X] = (uint)x;
+    rec[KP_SAMPLE_Y] = (uint)y;
     keys[slot] = harris_key(v, y, x);
 }
 

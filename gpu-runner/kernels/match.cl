@@ -13,7 +13,6 @@
 // reverse nearest neighbour used by the mutual check.
 #pragma OPENCL FP_CONTRACT OFF
 
-#define DESC_LEN 64
 #define DESC_VEC 16
 
 // Whether the Laplacian signs allow a match (0 is compatible with anything).
@@ -173,23 +172,19 @@ __kernel void nn2_merge(__global const uint* part, uint part_base, uint nq, uint
     o[2] = d2;
 }
 
-// Copies the descriptors and Laplacian signs of the first `n` records of a SURF result buffer
-// (surf.cl's layout: HEADER_WORDS, then records of 8 keypoint words and 64 descriptor words;
-// the sign is byte 2 of word 5) into the matcher's flat arrays, so a frame's descriptors are
-// matched without leaving the device. `sign_test` 0 writes zero signs (compatible with all).
-#define HEADER_WORDS 16
-#define KP_WORDS 8
-#define RECORD_WORDS (KP_WORDS + DESC_LEN)
-// Copies the descriptors (and laplacian signs) of the kept records of a result buffer into a
-// flat descriptor set: min(n, found) records, where found is the result header's first word, so
-// a gather can be enqueued before the host knows the count.
+// Copies the descriptors (and Laplacian signs) of the kept records of a result buffer into the
+// matcher's flat arrays, so a frame's descriptors are matched without leaving the device:
+// min(n, found) records, where found is the header's H_CANDIDATES word, so a gather can be
+// enqueued before the host knows the count. The layout is record.rs's, passed as -D options
+// (HEADER_WORDS, records of KP_WORDS keypoint words and DESC_LEN descriptor words; the sign is the
+// META_LAPLACIAN_SHIFT byte of KP_META). `sign_test` 0 writes zero signs (compatible with all).
 __kernel void gather_records(__global const uint* result, uint n, int sign_test,
                              __global float* desc, __global char* sign) {
     uint gid = get_global_id(0);
-    uint count = min(n, result[0]);
+    uint count = min(n, result[H_CANDIDATES]);
     if (gid >= count * DESC_LEN) return;
     uint r = gid / DESC_LEN, k = gid - r * DESC_LEN;
     __global const uint* rec = result + HEADER_WORDS + (size_t)r * RECORD_WORDS;
     desc[gid] = as_float(rec[KP_WORDS + k]);
-    if (k == 0) sign[r] = sign_test ? (char)(uchar)((rec[5] >> 16) & 0xffu) : (char)0;
+    if (k == 0) sign[r] = sign_test ? (char)(uchar)((rec[KP_META] >> META_LAPLACIAN_SHIFT) & 0xffu) : (char)0;
 }

@@ -97,14 +97,9 @@ inline float surf_atan2(float y, float x) {
     return signbit(y) ? -a : a;
 }
 
-#define MAX_OCTAVES 6
-#define KP_WORDS 8
-#define DESC_LEN 64
-#define RECORD_WORDS (KP_WORDS + DESC_LEN)
-#define HEADER_WORDS 16
-// Header words of the result buffer (the host reads them back with the keypoints).
-#define H_CANDIDATES 0
-#define H_OVERFLOW 1
+// The result buffer's layout (HEADER_WORDS, KP_WORDS, DESC_LEN, RECORD_WORDS, the header words
+// H_*, the record words KP_* and the META_*_SHIFT bytes of KP_META) and MAX_OCTAVES come from the
+// host as -D build options: gpu-runner/src/opencl/record.rs is their one definition.
 
 // ---------------------------------------------------------------------------------------------
 // Integral image
@@ -403,14 +398,15 @@ inline void refine_and_append(float v[3][3][3], int oc, int interval, int sy, in
         return;
     }
     __global uint* rec = cand + (size_t)slot * KP_WORDS;
-    rec[0] = as_uint(x);
-    rec[1] = as_uint(y);
-    rec[2] = as_uint(scale);
-    rec[3] = as_uint(0.0f);
-    rec[4] = as_uint(v[1][1][1]);
-    rec[5] = (uint)oc | ((uint)interval << 8) | (((uint)(uchar)(char)laplacian) << 16);
-    rec[6] = (uint)sx;
-    rec[7] = (uint)sy;
+    rec[KP_X] = as_uint(x);
+    rec[KP_Y] = as_uint(y);
+    rec[KP_SCALE] = as_uint(scale);
+    rec[KP_ORIENTATION] = as_uint(0.0f);
+    rec[KP_RESPONSE] = as_uint(v[1][1][1]);
+    rec[KP_META] = ((uint)oc << META_OCTAVE_SHIFT) | ((uint)interval << META_INTERVAL_SHIFT) |
+                   (((uint)(uchar)(char)laplacian) << META_LAPLACIAN_SHIFT);
+    rec[KP_SAMPLE_X] = (uint)sx;
+    rec[KP_SAMPLE_Y] = (uint)sy;
     keys[slot] = rank_key(v[1][1][1], oc, interval, sy, sx);
 }
 
@@ -627,7 +623,7 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
     uint lid = get_local_id(0), lsz = get_local_size(0);
     for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
         __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
-        float x = as_float(rec[0]), y = as_float(rec[1]), scale = as_float(rec[2]);
+        float x = as_float(rec[KP_X]), y = as_float(rec[KP_Y]), scale = as_float(rec[KP_SCALE]);
         int s = (int)round(scale);
         int r = (int)round(y), c = (int)round(x);
         for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
@@ -670,7 +666,7 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
                     orientation = get_angle(sum_x[k], sum_y[k]);
                 }
             }
-            rec[3] = as_uint(orientation);
+            rec[KP_ORIENTATION] = as_uint(orientation);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -690,12 +686,12 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
     uint lid = get_local_id(0), lsz = get_local_size(0);
     for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
         __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
-        float scale = as_float(rec[2]);
-        int xi = (int)round(as_float(rec[0]));
-        int yi = (int)round(as_float(rec[1]));
+        float scale = as_float(rec[KP_SCALE]);
+        int xi = (int)round(as_float(rec[KP_X]));
+        int yi = (int)round(as_float(rec[KP_Y]));
         float co = 1.0f, si = 0.0f;
         if (!upright) {
-            float ori = as_float(rec[3]);
+            float ori = as_float(rec[KP_ORIENTATION]);
             float2 sc = surf_sincos(ori);
             si = sc.x;
             co = sc.y;

@@ -38,9 +38,8 @@ use crate::backend::{
 };
 use crate::cli::{BenchArgs, ImageSize};
 use crate::error::Error;
-use crate::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use crate::opencl::{
-    DetectOutput, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamPipeline,
+    Detector, DetectorConfig, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline,
 };
 
 /// Where the benchmark frame is looked for: `$SURFCL_BENCH_IMAGE` when set (the value
@@ -304,7 +303,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         for kind in [DetectorKind::Surf, DetectorKind::Harris] {
             for size in &args.sizes {
                 let (w, h) = (size.width, size.height);
-                let detector = StreamDetector::for_params(
+                let detector = DetectorConfig::for_params(
                     &DetectParams {
                         detector: kind,
                         ..params
@@ -414,60 +413,6 @@ fn print_size_row(
     Ok(())
 }
 
-/// The OpenCL pipeline of the detector being benchmarked.
-enum GpuDetector {
-    Surf(Box<Pipeline>),
-    Harris(Box<HarrisPipeline>),
-}
-
-impl GpuDetector {
-    fn open(
-        image: &GrayImage<'_>,
-        params: &DetectParams,
-        device: Option<&str>,
-    ) -> Result<Self, OpenClError> {
-        Ok(match params.detector {
-            DetectorKind::Surf => Self::Surf(Box::new(Pipeline::open(
-                device,
-                PipelineConfig {
-                    max_width: image.width(),
-                    max_height: image.height(),
-                    surf: params.surf,
-                    max_keypoints: params.max_keypoints,
-                    local_size: None,
-                },
-            )?)),
-            DetectorKind::Harris => Self::Harris(Box::new(HarrisPipeline::open(
-                device,
-                HarrisPipelineConfig::new(
-                    image.width(),
-                    image.height(),
-                    params.harris,
-                    params.max_keypoints,
-                ),
-            )?)),
-        })
-    }
-    fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
-        match self {
-            Self::Surf(p) => p.detect(image),
-            Self::Harris(p) => p.detect(image),
-        }
-    }
-    fn device_name(&self) -> String {
-        match self {
-            Self::Surf(p) => p.device_name(),
-            Self::Harris(p) => p.device_name(),
-        }
-    }
-    fn device_bytes(&self) -> u64 {
-        match self {
-            Self::Surf(p) => p.device_bytes(),
-            Self::Harris(p) => p.device_bytes(),
-        }
-    }
-}
-
 /// Runs the pipeline on one frame size; returns the device name and the medians as JSON.
 fn bench_gpu(
     image: &GrayImage<'_>,
@@ -475,7 +420,8 @@ fn bench_gpu(
     device: Option<&str>,
     frames: usize,
 ) -> Result<(String, Value), OpenClError> {
-    let mut pipeline = GpuDetector::open(image, params, device)?;
+    let config = DetectorConfig::for_params(params, image.width(), image.height());
+    let mut pipeline = Detector::open(device, config)?;
     let warm = pipeline.detect(image)?;
     let mut frame_timings = Vec::with_capacity(frames);
     let mut totals = Vec::with_capacity(frames);
@@ -578,13 +524,13 @@ fn bench_stream(
     say: &Say<'_>,
     source: &image::GrayImage,
     (w, h): (usize, usize),
-    detector: StreamDetector,
+    detector: DetectorConfig,
     device: Option<&str>,
     frames: usize,
 ) -> Result<Value, Error> {
     let label = match detector {
-        StreamDetector::Surf(_) => "surf",
-        StreamDetector::Harris(_) => "harris",
+        DetectorConfig::Surf(_) => "surf",
+        DetectorConfig::Harris(_) => "harris",
     };
     const SHIFT: usize = 16;
     let big = frame(source, w + SHIFT, h + SHIFT);

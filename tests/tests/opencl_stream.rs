@@ -9,7 +9,7 @@ use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::{
-    OpenClError, Pipeline, PipelineConfig, StreamDetector, StreamFrame, StreamPipeline,
+    DetectorConfig, OpenClError, Pipeline, PipelineConfig, StreamFrame, StreamPipeline,
 };
 use surfcl_tests::{core_matches, require_opencl};
 
@@ -179,7 +179,7 @@ fn harris_stream_equals_frame_by_frame_and_skips_bad_frames() {
 
     let matching = MatchConfig::default();
     let mut stream =
-        StreamPipeline::open_detector(None, StreamDetector::Harris(config), matching).unwrap();
+        StreamPipeline::open_detector(None, DetectorConfig::Harris(config), matching).unwrap();
     let too_wide = crop(&src, 200, 300, w + 4, h);
     // Inputs: good, larger than the stream, good, unreadable (an empty file), good.
     let inputs: Vec<Result<GrayImage<'_>, String>> = vec![
@@ -243,7 +243,7 @@ fn harris_stream_without_descriptors_is_refused() {
         ..HarrisPipelineConfig::new(64, 64, HarrisConfig::default(), 10)
     };
     let r =
-        StreamPipeline::open_detector(None, StreamDetector::Harris(config), MatchConfig::default());
+        StreamPipeline::open_detector(None, DetectorConfig::Harris(config), MatchConfig::default());
     assert!(matches!(r, Err(OpenClError::Unsupported(_))), "{r:?}");
 }
 

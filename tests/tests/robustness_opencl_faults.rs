@@ -17,7 +17,7 @@ use surfcl_gpu::opencl::inject::{
     CL_FAULT_ENV, ClFaultPlan, FaultPoint, INJECTED, clear_plan, set_plan,
 };
 use surfcl_gpu::opencl::{
-    DetectOutput, GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig, StreamDetector,
+    DetectOutput, DetectorConfig, GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig,
     StreamFrame, StreamPipeline,
 };
 use surfcl_tests::{boat_image, core_matches, require_opencl};
@@ -233,15 +233,15 @@ fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
     let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
     let matching = MatchConfig::default();
     for detector in [
-        StreamDetector::Surf(surf_config()),
-        StreamDetector::Harris(harris_config()),
+        DetectorConfig::Surf(surf_config()),
+        DetectorConfig::Harris(harris_config()),
     ] {
         let want: Vec<DetectOutput> = match detector {
-            StreamDetector::Surf(c) => {
+            DetectorConfig::Surf(c) => {
                 let mut p = Pipeline::open(None, c).unwrap();
                 views.iter().map(|v| p.detect(v).unwrap()).collect()
             }
-            StreamDetector::Harris(c) => {
+            DetectorConfig::Harris(c) => {
                 let mut p = HarrisPipeline::open(None, c).unwrap();
                 views.iter().map(|v| p.detect(v).unwrap()).collect()
             }

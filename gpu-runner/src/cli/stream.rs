@@ -25,7 +25,7 @@ use surfcl_core::matcher::{Match, MatchConfig};
 use crate::backend::{BackendChoice, DescriptorKind, DetectParams, Features, open_backend};
 use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
-use crate::opencl::{OpenClError, StreamDetector, StreamInput, StreamPipeline};
+use crate::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
 use crate::report::ParamsJson;
 
 /// `surfcl stream`.
@@ -280,7 +280,7 @@ fn stream_opencl(
         return Ok(None);
     };
     let (max_width, max_height) = max_size(args, &first_frame);
-    let detector = StreamDetector::for_params(params, max_width, max_height);
+    let detector = DetectorConfig::for_params(params, max_width, max_height);
     // Opened before anything is printed, so that `auto` can still fall back to the CPU.
     let mut stream =
         StreamPipeline::open_detector(args.detect.device.as_deref(), detector, *matching)?;

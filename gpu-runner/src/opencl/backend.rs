@@ -1,27 +1,28 @@
-//! [`OpenClBackend`]: the OpenCL pipeline and matcher behind the [`Backend`] seam.
+//! [`OpenClBackend`]: the OpenCL detectors and matcher behind the [`Backend`] seam.
+
+use std::mem::discriminant;
 
 use surfcl_core::describe::to_q7;
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
 use super::OpenClError;
-use super::harris::{HarrisPipeline, HarrisPipelineConfig};
+use super::frame::{Detector, DetectorConfig};
+use super::gpu::Gpu;
 use super::matcher::{GpuMatcher, MatchTimings};
-use super::pipeline::{Gpu, Pipeline, PipelineConfig};
-use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
+use crate::backend::{Backend, DescriptorKind, DetectParams, Features};
 use crate::error::Error;
 
-/// The OpenCL backend: one device, one context and queue, a SURF [`Pipeline`] and a
-/// [`HarrisPipeline`] (each made on first use, rebuilt only when a frame is larger than it was
-/// made for or the parameters change), and a [`GpuMatcher`].
+/// The OpenCL backend: one device, one context and queue, at most one [`Detector`] per kind
+/// (SURF, Harris; each made on first use, rebuilt only when a frame is larger than it was made
+/// for or the parameters change), and a [`GpuMatcher`].
 ///
 /// Harris corners get upright SURF-64 descriptors at the configured fixed scale, as on the CPU
 /// backend.
 #[derive(Debug)]
 pub struct OpenClBackend {
     gpu: Gpu,
-    pipeline: Option<Pipeline>,
-    harris: Option<HarrisPipeline>,
+    detectors: Vec<Detector>,
     matcher: Option<GpuMatcher>,
     local_size: Option<usize>,
 }
@@ -31,117 +32,62 @@ impl OpenClBackend {
     pub fn new(spec: Option<&str>) -> Result<Self, OpenClError> {
         Ok(Self {
             gpu: Gpu::new(super::select(spec)?)?,
-            pipeline: None,
-            harris: None,
+            detectors: Vec::new(),
             matcher: None,
             local_size: None,
         })
     }
 
-    /// Uses `local_size` work-items per group in the pipelines made from now on (results do not
+    /// Uses `local_size` work-items per group in the detectors made from now on (results do not
     /// depend on it; tests use it to check that).
     pub fn with_local_size(mut self, local_size: usize) -> Self {
         self.local_size = Some(local_size);
-        self.pipeline = None;
-        self.harris = None;
+        self.detectors.clear();
         self
     }
 
-    /// Device memory held by the current pipelines (SURF and Harris), bytes (0 before the first
-    /// frame).
+    /// Device memory held by the current detectors, bytes (0 before the first frame).
     pub fn device_bytes(&self) -> u64 {
-        self.pipeline.as_ref().map_or(0, Pipeline::device_bytes)
-            + self.harris.as_ref().map_or(0, HarrisPipeline::device_bytes)
+        self.detectors.iter().map(Detector::device_bytes).sum()
     }
 
-    /// The Harris pipeline for a `width x height` frame with `params`, made or remade when
-    /// needed (the same growth rule as the SURF pipeline).
-    fn harris_for(
+    /// The detector for a `width x height` frame with `params`, made or remade when needed: a
+    /// remade detector of the same configuration grows to cover both the old and the new frame
+    /// size, so alternating sizes do not rebuild every frame.
+    fn detector_for(
         &mut self,
         width: usize,
         height: usize,
         params: &DetectParams,
-    ) -> Result<&mut HarrisPipeline, OpenClError> {
-        let fits = self.harris.as_ref().is_some_and(|p| {
-            let c = p.config();
-            c.max_width >= width
-                && c.max_height >= height
-                && c.harris == params.harris
-                && c.max_keypoints == params.max_keypoints
-        });
-        if !fits {
-            let (w, h) = match &self.harris {
-                Some(p) if p.config().harris == params.harris => (
-                    width.max(p.config().max_width),
-                    height.max(p.config().max_height),
-                ),
-                _ => (width, height),
-            };
+    ) -> Result<&mut Detector, OpenClError> {
+        let wanted =
+            DetectorConfig::for_params(params, width, height).with_local_size(self.local_size);
+        let mut size = (width, height);
+        if let Some(i) = self
+            .detectors
+            .iter()
+            .position(|d| discriminant(&d.config()) == discriminant(&wanted))
+        {
+            let current = self.detectors[i].config();
+            let (max_w, max_h) = current.max_size();
+            if current.same_detector(&wanted) {
+                if max_w >= width && max_h >= height {
+                    return Ok(&mut self.detectors[i]);
+                }
+                size = (width.max(max_w), height.max(max_h));
+            }
             // Drop the old buffers first so the device never holds both.
-            self.harris = None;
-            let (w, h) = if surfcl_core::image::check_dimensions(w, h).is_ok() {
-                (w, h)
-            } else {
-                (width, height)
-            };
-            self.harris = Some(HarrisPipeline::new(
-                self.gpu.clone(),
-                HarrisPipelineConfig {
-                    local_size: self.local_size,
-                    ..HarrisPipelineConfig::new(w, h, params.harris, params.max_keypoints)
-                },
-            )?);
+            self.detectors.swap_remove(i);
         }
-        self.harris
-            .as_mut()
-            .ok_or_else(|| OpenClError::Unsupported("Harris pipeline missing".into()))
-    }
-
-    /// The pipeline for a `width x height` frame with `params`, made or remade when needed.
-    fn pipeline_for(
-        &mut self,
-        width: usize,
-        height: usize,
-        params: &DetectParams,
-    ) -> Result<&mut Pipeline, OpenClError> {
-        let fits = self.pipeline.as_ref().is_some_and(|p| {
-            let c = p.config();
-            c.max_width >= width
-                && c.max_height >= height
-                && c.surf == params.surf
-                && c.max_keypoints == params.max_keypoints
-        });
-        if !fits {
-            // Grow to cover both the old and the new frame size, so alternating sizes do not
-            // rebuild every frame.
-            let (w, h) = match &self.pipeline {
-                Some(p) if p.config().surf == params.surf => (
-                    width.max(p.config().max_width),
-                    height.max(p.config().max_height),
-                ),
-                _ => (width, height),
-            };
-            // Drop the old buffers first so the device never holds both.
-            self.pipeline = None;
-            let w_h = if surfcl_core::image::check_dimensions(w, h).is_ok() {
-                (w, h)
-            } else {
-                (width, height)
-            };
-            self.pipeline = Some(Pipeline::new(
-                self.gpu.clone(),
-                PipelineConfig {
-                    max_width: w_h.0,
-                    max_height: w_h.1,
-                    surf: params.surf,
-                    max_keypoints: params.max_keypoints,
-                    local_size: self.local_size,
-                },
-            )?);
+        if surfcl_core::image::check_dimensions(size.0, size.1).is_err() {
+            size = (width, height);
         }
-        self.pipeline
-            .as_mut()
-            .ok_or_else(|| OpenClError::Unsupported("pipeline missing".into()))
+        let config = wanted.with_max_size(size.0, size.1);
+        self.detectors
+            .push(Detector::new(self.gpu.clone(), config)?);
+        self.detectors
+            .last_mut()
+            .ok_or_else(|| OpenClError::Unsupported("detector missing".into()))
     }
 }
 
@@ -157,14 +103,9 @@ impl Backend for OpenClBackend {
 
     fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
         params.validate()?;
-        let out = match params.detector {
-            DetectorKind::Harris => self
-                .harris_for(image.width(), image.height(), params)?
-                .detect(image)?,
-            DetectorKind::Surf => self
-                .pipeline_for(image.width(), image.height(), params)?
-                .detect(image)?,
-        };
+        let out = self
+            .detector_for(image.width(), image.height(), params)?
+            .detect(image)?;
         Ok(Features {
             width: image.width(),
             height: image.height(),

@@ -1,11 +1,15 @@
 //! The only place with `unsafe`: enqueuing kernels with `ocl` (its `enq` is `unsafe` because
-//! the runtime cannot check what a kernel does with its buffers), mapping pinned staging
-//! buffers and non-blocking uploads from them.
+//! the runtime cannot check what a kernel does with its buffers) and the pinned [`Staging`]
+//! areas with their non-blocking transfers.
 #![allow(unsafe_code)]
 
+use std::ops::Range;
+
+use ocl::flags::MemFlags;
 use ocl::{Buffer, Event, Kernel, MemMap, OclPrm, Queue};
 
 use super::OpenClError;
+use super::gpu::Gpu;
 use super::inject::{self, FaultPoint};
 
 /// Enqueues `kernel` on `queue` (its own queue when `None`) over a 1-D range of `global`
@@ -14,10 +18,11 @@ use super::inject::{self, FaultPoint};
 /// kernel starts only after the events of `wait` (commands on other queues: an upload, a gather
 /// of the previous frame) have completed.
 ///
-/// Callers guarantee the invariant that makes this sound: every buffer argument of `kernel` was
-/// allocated by the same pipeline for its maximum frame size and capacities, and the scalar
-/// arguments (frame size, counts, capacities) never exceed what those buffers hold; `queue`
-/// belongs to the context the kernel's program was built for.
+/// What makes this sound is kept where kernels are made, not at each call: every kernel object
+/// is built by the pipeline that owns its buffers, sized for the pipeline's maximum frame and
+/// capacities, and a frame's scalar arguments (size, counts) are set only after the frame was
+/// checked against them (`FrameIo::check_size`); the kernels bounds-check every index against
+/// those scalars. Work-group sizes only change how the range is split.
 pub(crate) fn launch_on(
     kernel: &Kernel,
     queue: Option<&Queue>,
@@ -63,32 +68,6 @@ pub(crate) fn launch_after(
     launch_on(kernel, None, global, local, wait, event)
 }
 
-/// Starts a non-blocking readback of the first `dst.len()` words of `src` into `dst` on
-/// `queue`, recording `event`.
-///
-/// Callers guarantee that `dst` (a mapped pinned staging area) outlives the command and is
-/// neither read nor written by the host until `event` has completed.
-pub(crate) fn read_async(
-    src: &Buffer<u32>,
-    dst: &mut [u32],
-    queue: &Queue,
-    event: &mut Event,
-) -> Result<(), OpenClError> {
-    inject::runtime(FaultPoint::Readback, "read back results")?;
-    if dst.len() > src.len() {
-        return Err(OpenClError::Unsupported(format!(
-            "readback of {} words from a {}-word buffer",
-            dst.len(),
-            src.len()
-        )));
-    }
-    // SAFETY: the length is checked above; the lifetime and no-access rule is the caller's
-    // documented obligation (the stream owns the staging map and waits on the event before it
-    // reads or reuses it).
-    unsafe { src.read(dst).queue(queue).block(false).enew(event).enq() }
-        .map_err(OpenClError::runtime("read back results"))
-}
-
 /// [`launch_after`] without a dependency on another queue.
 pub(crate) fn launch(
     kernel: &Kernel,
@@ -99,42 +78,124 @@ pub(crate) fn launch(
     launch_after(kernel, global, local, &[], event)
 }
 
-/// Maps a whole staging buffer (made with `CL_MEM_ALLOC_HOST_PTR`: pinned host memory on
-/// discrete GPUs) for host reads and writes, for as long as the returned map lives.
+/// A pinned host staging area (`CL_MEM_ALLOC_HOST_PTR`, page-locked on discrete GPUs), mapped
+/// once for its whole life, for uploads and readbacks at DMA speed.
 ///
-/// Callers guarantee that the buffer is only ever a host staging area: it is never passed to a
-/// kernel or used as the destination of a device command while mapped, so host accesses through
-/// the map cannot race with the device.
-pub(crate) fn map_staging<T: OclPrm>(buffer: &Buffer<T>) -> Result<MemMap<T>, OpenClError> {
-    // SAFETY: see the doc comment: the mapped region is accessed only by the host, and the map
-    // (which unmaps on drop) keeps a reference to the buffer, so it cannot outlive it.
-    unsafe { buffer.map().read().write().enq() }.map_err(OpenClError::runtime("map staging buffer"))
+/// It owns its buffer, so no kernel ever sees it, and it remembers its last non-blocking
+/// transfer: the host reaches the memory only through [`Staging::host`], which waits for that
+/// transfer first, and dropping the area waits for it too. The obligations of a non-blocking
+/// transfer (the host memory outlives the command and is not touched before it completes) are
+/// therefore kept by the type, not by its callers.
+#[derive(Debug)]
+pub(crate) struct Staging<T: OclPrm> {
+    map: MemMap<T>,
+    pending: Option<Event>,
 }
 
-/// Enqueues a non-blocking upload of `src` (a slice of a mapped staging buffer) into `dst` on
-/// `queue`; `event` completes when the copy is done.
-///
-/// Callers guarantee that `src` stays alive and unmodified until `event` has completed (the
-/// stream waits for it before refilling that staging slot) and that `src` fits in `dst`.
-pub(crate) fn upload_async(
-    dst: &Buffer<u8>,
-    src: &[u8],
-    queue: &Queue,
-    event: &mut Event,
-) -> Result<(), OpenClError> {
-    if src.len() > dst.len() {
-        return Err(OpenClError::Unsupported(format!(
-            "upload of {} bytes into a {}-byte buffer",
-            src.len(),
-            dst.len()
-        )));
+impl<T: OclPrm> Staging<T> {
+    /// Allocates and maps `len` elements on `gpu`'s context.
+    pub(crate) fn new(gpu: &Gpu, what: &'static str, len: usize) -> Result<Self, OpenClError> {
+        let buffer = gpu.buffer::<T>(what, len, MemFlags::new().alloc_host_ptr().read_write())?;
+        // SAFETY: the buffer is private to this `Staging`: no kernel or device command other
+        // than the transfers below (which are waited for before any host access) touches it
+        // while it is mapped, and the map keeps a reference to the buffer, so it cannot outlive
+        // it.
+        let map = unsafe { buffer.map().read().write().enq() }
+            .map_err(OpenClError::runtime("map staging buffer"))?;
+        Ok(Self { map, pending: None })
     }
-    inject::runtime(FaultPoint::Upload, "upload frame")?;
-    // SAFETY: the length is checked above; the lifetime and no-modification rule is the
-    // caller's documented obligation (the staging map is owned next to the event and is only
-    // rewritten after waiting on it).
-    unsafe { dst.write(src).queue(queue).block(false).enew(event).enq() }
-        .map_err(OpenClError::runtime("upload frame"))
+
+    /// The whole area for the host, after the last transfer has completed.
+    pub(crate) fn host(&mut self) -> Result<&mut [T], OpenClError> {
+        self.wait()?;
+        Ok(&mut self.map[..])
+    }
+
+    /// Waits for the last non-blocking transfer, if any.
+    pub(crate) fn wait(&mut self) -> Result<(), OpenClError> {
+        if let Some(ev) = self.pending.take() {
+            ev.wait_for()
+                .map_err(|e| OpenClError::runtime("wait for a transfer")(e.into()))?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, range: &Range<usize>, device_len: usize) -> Result<(), OpenClError> {
+        if range.start > range.end || range.end > self.map.len() || range.end > device_len {
+            return Err(OpenClError::Unsupported(format!(
+                "transfer of {range:?} with a {}-element staging area and a {device_len}-element buffer",
+                self.map.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Staging<u8> {
+    /// Copies the first `len` bytes to the start of `dst` on `queue`, blocking or not; the
+    /// command's event goes to `event`.
+    pub(crate) fn upload(
+        &mut self,
+        dst: &Buffer<u8>,
+        len: usize,
+        queue: &Queue,
+        blocking: bool,
+        event: &mut Event,
+    ) -> Result<(), OpenClError> {
+        self.check(&(0..len), dst.len())?;
+        self.wait()?;
+        inject::runtime(FaultPoint::Upload, "upload frame")?;
+        // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
+        // for this command (recorded below) before any host access and before it is dropped.
+        unsafe {
+            dst.write(&self.map[..len])
+                .queue(queue)
+                .block(blocking)
+                .enew(&mut *event)
+                .enq()
+        }
+        .map_err(OpenClError::runtime("upload frame"))?;
+        self.pending = (!blocking).then(|| event.clone());
+        Ok(())
+    }
+}
+
+impl Staging<u32> {
+    /// Copies the words `range` of `src` into the same words of the area on `queue`, blocking
+    /// or not; the command's event goes to `event`.
+    pub(crate) fn read_back(
+        &mut self,
+        src: &Buffer<u32>,
+        range: Range<usize>,
+        queue: &Queue,
+        blocking: bool,
+        event: &mut Event,
+    ) -> Result<(), OpenClError> {
+        self.check(&range, src.len())?;
+        self.wait()?;
+        inject::runtime(FaultPoint::Readback, "read back results")?;
+        let start = range.start;
+        // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
+        // for this command (recorded below) before any host access and before it is dropped.
+        unsafe {
+            src.read(&mut self.map[range])
+                .offset(start)
+                .queue(queue)
+                .block(blocking)
+                .enew(&mut *event)
+                .enq()
+        }
+        .map_err(OpenClError::runtime("read back results"))?;
+        self.pending = (!blocking).then(|| event.clone());
+        Ok(())
+    }
+}
+
+impl<T: OclPrm> Drop for Staging<T> {
+    fn drop(&mut self) {
+        // The device must be done with the memory before it is unmapped and freed.
+        let _ = self.wait();
+    }
 }
 
 /// The number of OpenCL platforms the ICD loader reports, from one `clGetPlatformIDs` call.

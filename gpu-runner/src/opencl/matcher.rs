@@ -19,8 +19,8 @@ use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
 use super::enqueue::{launch, launch_on};
+use super::gpu::{Gpu, stage_timings};
 use super::inject::{self, FaultPoint};
-use super::pipeline::{Gpu, stage_timings};
 use crate::backend::StageTiming;
 
 const MATCH_CL: &str = include_str!("../../kernels/match.cl");
@@ -93,7 +93,7 @@ impl GpuMatcher {
     }
 
     pub(crate) fn new(gpu: Gpu) -> Result<Self, OpenClError> {
-        let program = gpu.program("match.cl", MATCH_CL)?;
+        let program = gpu.program("match.cl", MATCH_CL, &[])?;
         let local_mem = gpu.selected.info.local_mem_bytes as usize;
         // A tile holds `local` descriptors plus their signs; keep a little local memory spare.
         let fit = |bytes_per: usize| {

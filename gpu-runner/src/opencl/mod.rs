@@ -1,6 +1,7 @@
-//! The OpenCL backend: device selection, the per-frame SURF [`Pipeline`], the fused 2-NN
+//! The OpenCL backend: device selection, the detectors ([`Detector`] over the SURF [`Pipeline`]
+//! or the [`harris::HarrisPipeline`], chosen by [`DetectorConfig`]), the fused 2-NN
 //! [`GpuMatcher`], the frame-to-frame [`StreamPipeline`] and [`OpenClBackend`], which puts the
-//! first two behind [`Backend`].
+//! detectors and the matcher behind [`Backend`]. `docs/ARCHITECTURE.md` has the map of the files.
 //!
 //! Kernels live in `kernels/*.cl` (OpenCL C 1.2, `FP_CONTRACT OFF`) and reproduce the
 //! definitions of `docs/ARCHITECTURE.md`: integer results byte for byte, `f32` responses bit for
@@ -18,16 +19,20 @@
 
 mod backend;
 mod enqueue;
+mod frame;
+mod gpu;
 pub mod harris;
 pub mod inject;
 mod matcher;
 mod pipeline;
+mod record;
 mod stream;
 
 pub use backend::OpenClBackend;
+pub use frame::{DetectOutput, Detector, DetectorConfig};
 pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
-pub use pipeline::{DetectOutput, Pipeline, PipelineConfig};
-pub use stream::{StreamDetector, StreamFrame, StreamInput, StreamPipeline};
+pub use pipeline::{Pipeline, PipelineConfig};
+pub use stream::{StreamFrame, StreamInput, StreamPipeline};
 
 use ocl::enums::{DeviceInfo as ClDeviceInfo, DeviceInfoResult};
 use ocl::flags::DeviceType;

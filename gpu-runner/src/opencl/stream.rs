@@ -1,8 +1,8 @@
 //! Streaming: SURF or Harris on a sequence of frames, each matched against the previous one on
 //! the device.
 //!
-//! A [`StreamPipeline`] owns a detector ([`Pipeline`] for SURF, [`HarrisPipeline`] for Harris
-//! with upright SURF descriptors) and a [`GpuMatcher`] on one context, with three in-order
+//! A [`StreamPipeline`] owns a [`Detector`] (SURF, or Harris with upright SURF descriptors, as
+//! [`DetectorConfig`] says) and a [`GpuMatcher`] on one context, with three in-order
 //! queues: the detector's, an upload queue and the matcher's. It keeps two pinned staging
 //! buffers with two device input buffers (double buffering) and two device descriptor sets
 //! (this frame's and the previous frame's).
@@ -34,20 +34,19 @@
 
 use std::time::Instant;
 
-use ocl::flags::{CommandQueueProperties, MemFlags};
-use ocl::{Buffer, Event, MemMap, Queue};
+use ocl::flags::MemFlags;
+use ocl::{Buffer, Event, Queue};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use super::enqueue::{map_staging, read_async, upload_async};
-use super::harris::{HarrisPipeline, HarrisPipelineConfig};
+use super::enqueue::Staging;
+use super::frame::{DetectOutput, Detector, DetectorConfig, read_results, readback_hint};
+use super::gpu::{Gpu, stage_timings};
 use super::matcher::GpuMatcher;
-use super::pipeline::{
-    DetectOutput, Gpu, HEADER_WORDS, Pipeline, PipelineConfig, RECORD_WORDS, readback_hint,
-    stage_timings,
-};
+use super::pipeline::PipelineConfig;
+use super::record::{Header, readback_words};
 use super::{OpenClError, Selected};
-use crate::backend::{DetectParams, DetectorKind, StageTiming};
+use crate::backend::StageTiming;
 
 /// One processed frame of a stream.
 #[derive(Debug, Clone, Default)]
@@ -122,175 +121,22 @@ struct Started {
 /// A frame taken from the input: its input index and its submission (or why it failed).
 type Pending = (usize, Result<Submitted, OpenClError>);
 
-/// What a stream detects with.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StreamDetector {
-    /// SURF (the [`Pipeline`] of this configuration).
-    Surf(PipelineConfig),
-    /// Harris corners with upright SURF-64 descriptors at the fixed scale (the
-    /// [`HarrisPipeline`] of this configuration; `describe` must be on).
-    Harris(HarrisPipelineConfig),
-}
-
-impl StreamDetector {
-    /// The detector that `params` choose (SURF or Harris, their configuration and keypoint
-    /// capacity), for frames up to `max_width x max_height`.
-    pub fn for_params(params: &DetectParams, max_width: usize, max_height: usize) -> Self {
-        match params.detector {
-            DetectorKind::Surf => StreamDetector::Surf(PipelineConfig {
-                max_width,
-                max_height,
-                surf: params.surf,
-                max_keypoints: params.max_keypoints,
-                local_size: None,
-            }),
-            DetectorKind::Harris => StreamDetector::Harris(HarrisPipelineConfig::new(
-                max_width,
-                max_height,
-                params.harris,
-                params.max_keypoints,
-            )),
-        }
-    }
-}
-
-/// The detector of a stream.
-// One per stream, never moved per frame: boxing would only add an indirection.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-enum Detector {
-    Surf(Pipeline),
-    Harris(HarrisPipeline),
-}
-
-impl Detector {
-    fn gpu(&self) -> &Gpu {
-        match self {
-            Self::Surf(p) => p.gpu(),
-            Self::Harris(p) => p.gpu(),
-        }
-    }
-
-    fn max_size(&self) -> (usize, usize) {
-        match self {
-            Self::Surf(p) => (p.config().max_width, p.config().max_height),
-            Self::Harris(p) => (p.config().max_width, p.config().max_height),
-        }
-    }
-
-    fn max_keypoints(&self) -> usize {
-        match self {
-            Self::Surf(p) => p.config().max_keypoints,
-            Self::Harris(p) => p.config().max_keypoints,
-        }
-    }
-
-    fn device_bytes(&self) -> u64 {
-        match self {
-            Self::Surf(p) => p.device_bytes(),
-            Self::Harris(p) => p.device_bytes(),
-        }
-    }
-
-    fn device_name(&self) -> String {
-        match self {
-            Self::Surf(p) => p.device_name(),
-            Self::Harris(p) => p.device_name(),
-        }
-    }
-
-    fn check_size(&self, w: usize, h: usize) -> Result<(), OpenClError> {
-        match self {
-            Self::Surf(p) => p.check_size(w, h),
-            Self::Harris(p) => p.check_size(w, h),
-        }
-    }
-
-    fn enqueue_kernels(
-        &mut self,
-        input: &Buffer<u8>,
-        w: usize,
-        h: usize,
-        wait: &[Event],
-        events: &mut Vec<(&'static str, Event)>,
-    ) -> Result<(), OpenClError> {
-        match self {
-            Self::Surf(p) => p.enqueue_kernels(Some(input), w, h, wait, events),
-            Self::Harris(p) => p.enqueue_kernels(Some(input), w, h, wait, events),
-        }
-    }
-
-    /// The candidates found, or `None` when the kernels must run again (a grown buffer).
-    fn read_results(
-        &mut self,
-        events: &mut Vec<(&'static str, Event)>,
-    ) -> Result<Option<usize>, OpenClError> {
-        match self {
-            Self::Surf(p) => p.read_results(events),
-            Self::Harris(p) => p.read_results(events).map(Some),
-        }
-    }
-
-    fn set_last_size(&mut self, w: usize, h: usize) {
-        match self {
-            Self::Surf(p) => p.set_last_size(w, h),
-            Self::Harris(p) => p.set_last_size(w, h),
-        }
-    }
-
-    fn output(&self, found: usize) -> Result<DetectOutput, OpenClError> {
-        match self {
-            Self::Surf(p) => p.output(found, &[], 0.0),
-            Self::Harris(p) => p.output(found, &[], 0.0),
-        }
-    }
-
-    fn output_from(&self, stage: &[u32], found: usize) -> Result<DetectOutput, OpenClError> {
-        match self {
-            Self::Surf(p) => p.output_from(stage, found, &[], 0.0),
-            Self::Harris(p) => p.output_from(stage, found, &[], 0.0),
-        }
-    }
-
-    fn candidate_capacity(&self) -> usize {
-        match self {
-            Self::Surf(p) => p.candidate_capacity(),
-            Self::Harris(p) => p.candidate_capacity(),
-        }
-    }
-
-    fn note_found(&mut self, found: usize) {
-        if let Self::Surf(p) = self {
-            p.note_found(found);
-        }
-    }
-
-    fn result_buffer(&self) -> &Buffer<u32> {
-        match self {
-            Self::Surf(p) => p.result_buffer(),
-            Self::Harris(p) => p.result_buffer(),
-        }
-    }
-
-    fn queue(&self) -> &Queue {
-        &self.gpu().queue
-    }
-}
-
 /// The streaming pipeline (module docs).
 #[derive(Debug)]
 pub struct StreamPipeline {
     detector: Detector,
+    /// The detector's queue (kernels, gathers and readbacks).
+    queue: Queue,
     matcher: GpuMatcher,
     match_config: MatchConfig,
     upload_queue: Queue,
     inputs: [Buffer<u8>; 2],
-    staging: [MemMap<u8>; 2],
-    /// The upload last started from each staging slot (waited for before reusing it).
-    in_flight: [Option<Event>; 2],
+    /// Pinned upload staging of each input (it waits for its last upload before the host
+    /// writes it again).
+    staging: [Staging<u8>; 2],
     next_slot: usize,
     /// Pinned staging areas for the result readbacks of two frames.
-    results: [MemMap<u32>; 2],
+    results: [Staging<u32>; 2],
     /// Device descriptors and signs of three frames (module docs).
     sets: [(Buffer<f32>, Buffer<i8>); 3],
     /// The last matching that read each set (a gather into it waits for it).
@@ -305,11 +151,6 @@ pub struct StreamPipeline {
     reruns: usize,
 }
 
-/// `HEADER_WORDS + n * RECORD_WORDS`: the words of a readback of `n` records.
-fn readback_words(n: usize) -> usize {
-    HEADER_WORDS + n * RECORD_WORDS
-}
-
 impl StreamPipeline {
     /// Makes a SURF streaming pipeline on the device chosen by `spec` (see [`super::open`]).
     pub fn open(
@@ -317,13 +158,13 @@ impl StreamPipeline {
         config: PipelineConfig,
         matching: MatchConfig,
     ) -> Result<Self, OpenClError> {
-        Self::open_detector(spec, StreamDetector::Surf(config), matching)
+        Self::open_detector(spec, DetectorConfig::Surf(config), matching)
     }
 
     /// Makes a streaming pipeline with the given detector on the device chosen by `spec`.
     pub fn open_detector(
         spec: Option<&str>,
-        detector: StreamDetector,
+        detector: DetectorConfig,
         matching: MatchConfig,
     ) -> Result<Self, OpenClError> {
         Self::new(super::select(spec)?, detector, matching)
@@ -331,48 +172,38 @@ impl StreamPipeline {
 
     fn new(
         selected: Selected,
-        detector: StreamDetector,
+        config: DetectorConfig,
         matching: MatchConfig,
     ) -> Result<Self, OpenClError> {
         matching
             .validate()
             .map_err(|e| OpenClError::Unsupported(format!("matcher configuration: {e}")))?;
+        if matches!(config, DetectorConfig::Harris(c) if !c.describe) {
+            return Err(OpenClError::Unsupported(
+                "a Harris stream matches descriptors: `describe` must be on".into(),
+            ));
+        }
         let gpu = Gpu::new(selected)?;
-        let detector = match detector {
-            StreamDetector::Surf(config) => Detector::Surf(Pipeline::new(gpu, config)?),
-            StreamDetector::Harris(config) => {
-                if !config.describe {
-                    return Err(OpenClError::Unsupported(
-                        "a Harris stream matches descriptors: `describe` must be on".into(),
-                    ));
-                }
-                Detector::Harris(HarrisPipeline::new(gpu, config)?)
-            }
-        };
-        let gpu = detector.gpu().clone();
+        let detector = Detector::new(gpu.clone(), config)?;
         let matcher = GpuMatcher::new(gpu.with_second_queue("create matcher queue")?)?;
-        let upload_queue = Queue::new(
-            &gpu.context,
-            gpu.selected.device,
-            Some(CommandQueueProperties::new().profiling()),
-        )
-        .map_err(OpenClError::runtime("create upload queue"))?;
-        let (max_width, max_height) = detector.max_size();
+        let upload_queue = gpu.new_queue("create upload queue")?;
+        let (max_width, max_height) = config.max_size();
         let pixels = max_width * max_height;
         let ro = MemFlags::new().read_only();
-        let pinned = MemFlags::new().alloc_host_ptr().read_write();
         let inputs = [
             gpu.buffer::<u8>("stream input", pixels, ro)?,
             gpu.buffer::<u8>("stream input", pixels, ro)?,
         ];
-        let stage0 = gpu.buffer::<u8>("stream staging", pixels, pinned)?;
-        let stage1 = gpu.buffer::<u8>("stream staging", pixels, pinned)?;
-        let staging = [map_staging(&stage0)?, map_staging(&stage1)?];
-        let n = detector.max_keypoints();
+        let staging = [
+            Staging::new(&gpu, "stream staging", pixels)?,
+            Staging::new(&gpu, "stream staging", pixels)?,
+        ];
+        let n = detector.kernels().io().max_keypoints;
         let words = readback_words(n);
-        let out0 = gpu.buffer::<u32>("stream result staging", words, pinned)?;
-        let out1 = gpu.buffer::<u32>("stream result staging", words, pinned)?;
-        let results = [map_staging(&out0)?, map_staging(&out1)?];
+        let results = [
+            Staging::new(&gpu, "stream result staging", words)?,
+            Staging::new(&gpu, "stream result staging", words)?,
+        ];
         let rw = MemFlags::new().read_write();
         let set = || -> Result<(Buffer<f32>, Buffer<i8>), OpenClError> {
             Ok((
@@ -383,12 +214,12 @@ impl StreamPipeline {
         let sets = [set()?, set()?, set()?];
         Ok(Self {
             detector,
+            queue: gpu.queue.clone(),
             matcher,
             match_config: matching,
             upload_queue,
             inputs,
             staging,
-            in_flight: [None, None],
             next_slot: 0,
             results,
             sets,
@@ -401,6 +232,10 @@ impl StreamPipeline {
         })
     }
 
+    fn max_keypoints(&self) -> usize {
+        self.detector.kernels().io().max_keypoints
+    }
+
     /// The device, as "platform / device".
     pub fn device_name(&self) -> String {
         self.detector.device_name()
@@ -408,15 +243,15 @@ impl StreamPipeline {
 
     /// The largest frame (width, height) the stream takes.
     pub fn max_size(&self) -> (usize, usize) {
-        self.detector.max_size()
+        self.detector.config().max_size()
     }
 
     /// Device memory of the stream: the detector's buffers plus the two inputs and the three
     /// descriptor sets (bytes; pinned staging is host memory and the matcher's 2-NN result
     /// buffer, 3 words per keypoint, is not counted).
     pub fn device_bytes(&self) -> u64 {
-        let n = self.detector.max_keypoints() as u64;
-        let (w, h) = self.detector.max_size();
+        let n = self.max_keypoints() as u64;
+        let (w, h) = self.max_size();
         self.detector.device_bytes() + 2 * (w * h) as u64 + 3 * (64 * 4 * n + n)
     }
 
@@ -439,28 +274,24 @@ impl StreamPipeline {
         if w == 0 || h == 0 {
             return Err(OpenClError::Unsupported("empty frame".into()));
         }
-        self.detector.check_size(w, h)?;
+        self.detector.kernels().io().check_size(w, h)?;
         let started = Instant::now();
         let slot = self.next_slot;
         self.next_slot ^= 1;
-        // The staging slot is rewritten only after its previous upload has completed.
-        if let Some(ev) = self.in_flight[slot].take() {
-            ev.wait_for()
-                .map_err(|e| OpenClError::runtime("wait for upload")(e.into()))?;
-        }
         let n = w * h;
-        self.staging[slot][..n].copy_from_slice(frame.pixels());
+        // `host` waits for the slot's previous upload before it is rewritten.
+        self.staging[slot].host()?[..n].copy_from_slice(frame.pixels());
         let mut upload = Event::empty();
-        upload_async(
+        self.staging[slot].upload(
             &self.inputs[slot],
-            &self.staging[slot][..n],
+            n,
             &self.upload_queue,
+            false,
             &mut upload,
         )?;
         self.upload_queue
             .flush()
             .map_err(OpenClError::runtime("flush upload queue"))?;
-        self.in_flight[slot] = Some(upload.clone());
         Ok(Submitted {
             index,
             slot,
@@ -516,7 +347,7 @@ impl StreamPipeline {
     /// a quarter and 64.
     fn read_hint(&self) -> usize {
         let kept = self.last_kept[0].max(self.last_kept[1]);
-        readback_hint(kept, self.detector.max_keypoints())
+        readback_hint(kept, self.max_keypoints())
     }
 
     /// Enqueues (or enqueues again) everything of a started frame on the detector queue.
@@ -524,8 +355,8 @@ impl StreamPipeline {
         st.events.clear();
         st.events.push(("upload", st.sub.upload.clone()));
         let upload = [st.sub.upload.clone()];
-        self.detector.enqueue_kernels(
-            &self.inputs[st.sub.slot],
+        self.detector.kernels_mut().enqueue_kernels(
+            Some(&self.inputs[st.sub.slot]),
             st.sub.width,
             st.sub.height,
             &upload,
@@ -533,16 +364,18 @@ impl StreamPipeline {
         )?;
         let reader: Vec<Event> = self.readers[st.set].iter().cloned().collect();
         self.gather_into(st.set, &reader, &mut st.events)?;
-        let queue = self.detector.queue().clone();
         let mut ev = Event::empty();
-        read_async(
-            self.detector.result_buffer(),
-            &mut self.results[st.out_slot][..readback_words(st.guess)],
-            &queue,
+        self.results[st.out_slot].read_back(
+            &self.detector.kernels().io().result,
+            0..readback_words(st.guess),
+            &self.queue,
+            false,
             &mut ev,
         )?;
         st.events.push(("readback", ev));
-        queue.flush().map_err(OpenClError::runtime("flush queue"))
+        self.queue
+            .flush()
+            .map_err(OpenClError::runtime("flush queue"))
     }
 
     /// Enqueues on the detector queue, after `wait`, the gather of the kept records of the
@@ -553,11 +386,11 @@ impl StreamPipeline {
         wait: &[Event],
         events: &mut Vec<(&'static str, Event)>,
     ) -> Result<(), OpenClError> {
-        let queue = self.detector.queue().clone();
+        let n = self.max_keypoints();
         self.matcher.gather(
-            &queue,
-            self.detector.result_buffer(),
-            self.detector.max_keypoints(),
+            &self.queue,
+            &self.detector.kernels().io().result,
+            n,
             self.match_config.sign_test,
             (&self.sets[set].0, &self.sets[set].1),
             wait,
@@ -576,8 +409,7 @@ impl StreamPipeline {
 
     /// Waits for both queues (before re-running a frame, or when a stream stops early).
     fn drain(&self) -> Result<(), OpenClError> {
-        self.detector
-            .queue()
+        self.queue
             .finish()
             .map_err(OpenClError::runtime("wait for queue"))?;
         self.matcher.finish()
@@ -591,41 +423,42 @@ impl StreamPipeline {
         st: &mut Started,
         next: &mut Option<(usize, Result<Started, OpenClError>)>,
     ) -> Result<(usize, DetectOutput), OpenClError> {
-        if let Some((_, ev)) = st.events.last() {
-            ev.wait_for()
-                .map_err(|e| OpenClError::runtime("wait for results")(e.into()))?;
-        }
-        let stage = &self.results[st.out_slot][..readback_words(st.guess)];
-        let found = stage[0] as usize;
-        let overflow = stage[1] > 0 || found > self.detector.candidate_capacity();
-        let kept = found.min(self.detector.max_keypoints());
-        if !overflow && kept <= st.guess {
-            let out = self.detector.output_from(stage, found)?;
-            self.detector.note_found(found);
+        let stage = &self.results[st.out_slot].host()?[..readback_words(st.guess)];
+        let kernels = self.detector.kernels_mut();
+        let header: [u32; super::record::HEADER_WORDS] = *stage
+            .first_chunk()
+            .ok_or_else(|| OpenClError::Unsupported("readback shorter than a header".into()))?;
+        let header = Header::of(&header)
+            .ok_or_else(|| OpenClError::Unsupported("readback shorter than a header".into()))?;
+        let found = header.candidates();
+        let overflow = header.overflowed() || found > kernels.candidate_capacity();
+        let kept = found.min(kernels.io().max_keypoints);
+        if !overflow && kept <= st.guess && kernels.accept(header)? {
+            let out = kernels.io().output_from(stage, found, &[], 0.0)?;
             return Ok((found, out));
         }
         // Slow path: everything queued behind this frame used the same result buffer.
         self.reruns += 1;
         self.drain()?;
+        let kernels = self.detector.kernels_mut();
         let found = loop {
-            self.detector.enqueue_kernels(
-                &self.inputs[st.sub.slot],
+            kernels.enqueue_kernels(
+                Some(&self.inputs[st.sub.slot]),
                 st.sub.width,
                 st.sub.height,
                 &[],
                 &mut st.events,
             )?;
-            if let Some(found) = self.detector.read_results(&mut st.events)? {
+            if let Some(found) = read_results(kernels, &mut st.events)? {
                 break found;
             }
         };
-        let out = self.detector.output(found)?;
+        let out = kernels.io_mut().output(found, &[], 0.0)?;
         self.gather_into(st.set, &[], &mut st.events)?;
-        self.detector
-            .queue()
+        self.queue
             .finish()
             .map_err(OpenClError::runtime("wait for queue"))?;
-        let kept = found.min(self.detector.max_keypoints());
+        let kept = found.min(self.max_keypoints());
         self.last_kept = [kept, kept];
         if let Some((_, Ok(n))) = next.as_mut() {
             n.guess = self.read_hint();
@@ -646,9 +479,9 @@ impl StreamPipeline {
         next: &mut Option<(usize, Result<Started, OpenClError>)>,
     ) -> Result<StreamFrame, OpenClError> {
         let (found, out) = self.detection(&mut st, next)?;
-        let n = found.min(self.detector.max_keypoints());
+        let n = found.min(self.max_keypoints());
         self.last_kept = [self.last_kept[1], n];
-        self.detector.set_last_size(st.sub.width, st.sub.height);
+        self.detector.kernels_mut().io_mut().last_size = (st.sub.width, st.sub.height);
         let mut timings = stage_timings(&st.events)?;
         let (matches, previous) = match self.previous {
             Some((set, count, index)) => {

@@ -1,0 +1,587 @@
+//! The detector seam of the OpenCL backend: what every detector on a device shares, and the one
+//! place that chooses between them.
+//!
+//! A detector (SURF in `pipeline.rs`, Harris in `harris.rs`) is a set of kernels behind
+//! [`DetectorKernels`]. Everything else about a frame is the same for all of them and lives
+//! here, in [`FrameIo`] and [`run_frame`]: the size check, the copy into pinned staging, the
+//! upload, the readback of the result header and the kept records (sized from the last frames,
+//! a second read only when a frame keeps more), the re-run after a detector grew its buffers,
+//! and the output built from the records ([`super::record`]).
+//!
+//! [`DetectorConfig`] says which detector and for what; [`DetectorConfig::open`] is the
+//! registration (the backend, the streams and `surfcl bench` all open detectors through it),
+//! and [`Detector`] is the public handle. A third detector is one new file implementing
+//! [`DetectorKernels`] plus its variant here.
+
+use std::time::Instant;
+
+use ocl::flags::MemFlags;
+use ocl::{Buffer, Event, Kernel, Program};
+use surfcl_core::{Descriptor, GrayImage, Keypoint};
+
+use super::OpenClError;
+use super::enqueue::{Staging, launch_after};
+use super::gpu::{Gpu, stage_timings};
+use super::harris::{HarrisPipeline, HarrisPipelineConfig};
+use super::pipeline::{Pipeline, PipelineConfig};
+use super::record::{Header, Record, readback_words};
+use crate::backend::{DetectParams, DetectorKind, MAX_KEYPOINTS_LIMIT, StageTiming};
+
+/// The result of one frame.
+#[derive(Debug, Clone, Default)]
+pub struct DetectOutput {
+    /// Keypoints, strongest first.
+    pub keypoints: Vec<Keypoint>,
+    /// Unit-length descriptors, same order (empty when the detector does not describe).
+    pub descriptors: Vec<Descriptor>,
+    /// Candidates found (after NMS and interpolation), before the strongest-N selection.
+    pub candidates: usize,
+    /// Candidates not kept because of `max_keypoints`.
+    pub dropped: usize,
+    /// Device time per stage from profiling events (ms), in execution order.
+    pub timings: Vec<StageTiming>,
+    /// Host wall time of the whole frame: upload, kernels and readback (ms).
+    pub wall_ms: f64,
+}
+
+/// A kernel launch recorded for profiling: (stage name, event).
+pub(crate) type Events = Vec<(&'static str, Event)>;
+
+/// The per-frame plumbing every detector embeds: its device, input image and result buffers,
+/// pinned staging, and the readback size hint.
+#[derive(Debug)]
+pub(crate) struct FrameIo {
+    pub gpu: Gpu,
+    pub max_width: usize,
+    pub max_height: usize,
+    pub max_keypoints: usize,
+    /// Whether records carry descriptors worth reading.
+    pub describe: bool,
+    /// The frame's pixels (kernels read them from here unless a stream hands its own input).
+    pub image: Buffer<u8>,
+    /// Header and kept records (module [`super::record`]).
+    pub result: Buffer<u32>,
+    stage_in: Staging<u8>,
+    stage_out: Staging<u32>,
+    read_hint: usize,
+    /// Size of the last frame (for the debugging readbacks).
+    pub last_size: (usize, usize),
+}
+
+impl FrameIo {
+    /// Checks the sizes and capacity the kernels rely on and allocates the shared buffers.
+    pub(crate) fn new(
+        gpu: Gpu,
+        max_width: usize,
+        max_height: usize,
+        max_keypoints: usize,
+        describe: bool,
+    ) -> Result<Self, OpenClError> {
+        surfcl_core::image::check_dimensions(max_width, max_height)
+            .map_err(|e| OpenClError::Unsupported(e.to_string()))?;
+        if max_keypoints == 0 || max_keypoints > MAX_KEYPOINTS_LIMIT {
+            return Err(OpenClError::Unsupported(format!(
+                "max_keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {max_keypoints}"
+            )));
+        }
+        let pixels = max_width * max_height;
+        let words = readback_words(max_keypoints);
+        let image = gpu.buffer::<u8>("image", pixels, MemFlags::new().read_only())?;
+        let result = gpu.buffer::<u32>("result", words, MemFlags::new().read_write())?;
+        let stage_in = Staging::new(&gpu, "pinned upload staging", pixels)?;
+        let stage_out = Staging::new(&gpu, "pinned readback staging", words)?;
+        Ok(Self {
+            gpu,
+            max_width,
+            max_height,
+            max_keypoints,
+            describe,
+            image,
+            result,
+            stage_in,
+            stage_out,
+            read_hint: 256,
+            last_size: (0, 0),
+        })
+    }
+
+    /// Checks a frame against the maximum size.
+    pub(crate) fn check_size(&self, width: usize, height: usize) -> Result<(), OpenClError> {
+        if width > self.max_width || height > self.max_height {
+            return Err(OpenClError::ImageTooLarge {
+                width,
+                height,
+                max_width: self.max_width,
+                max_height: self.max_height,
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies `image` into pinned staging and uploads it into [`Self::image`] (blocking).
+    fn upload(&mut self, image: &GrayImage<'_>, events: &mut Events) -> Result<(), OpenClError> {
+        let n = image.pixels().len();
+        self.stage_in.host()?[..n].copy_from_slice(image.pixels());
+        let mut ev = Event::empty();
+        let queue = self.gpu.queue.clone();
+        self.stage_in
+            .upload(&self.image, n, &queue, true, &mut ev)?;
+        events.push(("upload", ev));
+        Ok(())
+    }
+
+    /// Reads back (blocking) the records `from..to`, and the header too when `from` is 0.
+    fn read_records(
+        &mut self,
+        from: usize,
+        to: usize,
+        events: &mut Events,
+    ) -> Result<(), OpenClError> {
+        let start = if from == 0 { 0 } else { readback_words(from) };
+        let mut ev = Event::empty();
+        let queue = self.gpu.queue.clone();
+        self.stage_out.read_back(
+            &self.result,
+            start..readback_words(to),
+            &queue,
+            true,
+            &mut ev,
+        )?;
+        events.push(("readback", ev));
+        Ok(())
+    }
+
+    /// Records the next readback takes after a frame that kept `kept`.
+    pub(crate) fn note_kept(&mut self, kept: usize) {
+        self.read_hint = readback_hint(kept, self.max_keypoints);
+    }
+
+    /// The frame's output from a readback of the result buffer (`stage`: the header and at
+    /// least the kept records).
+    pub(crate) fn output_from(
+        &self,
+        stage: &[u32],
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
+        records_output(
+            stage,
+            found,
+            self.max_keypoints,
+            self.describe,
+            events,
+            wall_ms,
+        )
+    }
+
+    /// The output of the frame whose records [`read_results`] staged.
+    pub(crate) fn output(
+        &mut self,
+        found: usize,
+        events: &[(&'static str, Event)],
+        wall_ms: f64,
+    ) -> Result<DetectOutput, OpenClError> {
+        let (max_keypoints, describe) = (self.max_keypoints, self.describe);
+        let stage = self.stage_out.host()?;
+        records_output(stage, found, max_keypoints, describe, events, wall_ms)
+    }
+}
+
+/// A frame's output from a readback (`stage`: the header and at least the kept records): the
+/// first `min(found, max_keypoints)` records, with their descriptors when `describe`.
+fn records_output(
+    stage: &[u32],
+    found: usize,
+    max_keypoints: usize,
+    describe: bool,
+    events: &[(&'static str, Event)],
+    wall_ms: f64,
+) -> Result<DetectOutput, OpenClError> {
+    let kept = found.min(max_keypoints);
+    if stage.len() < readback_words(kept) {
+        return Err(OpenClError::Unsupported(format!(
+            "{kept} records in a {}-word readback",
+            stage.len()
+        )));
+    }
+    let records = || Record::all(stage, kept);
+    Ok(DetectOutput {
+        keypoints: records().map(Record::keypoint).collect(),
+        descriptors: if describe {
+            records().map(Record::descriptor).collect()
+        } else {
+            Vec::new()
+        },
+        candidates: found,
+        dropped: found - kept,
+        timings: stage_timings(events)?,
+        wall_ms,
+    })
+}
+
+/// Records a readback takes after a frame that kept `kept`: a quarter more and 64, so that a
+/// second read is rare when the count grows.
+pub(crate) fn readback_hint(kept: usize, max_keypoints: usize) -> usize {
+    (kept + kept / 4 + 64).min(max_keypoints)
+}
+
+/// What a detector's kernels add to [`FrameIo`].
+pub(crate) trait DetectorKernels: std::fmt::Debug + Send {
+    /// The shared plumbing.
+    fn io(&self) -> &FrameIo;
+    /// The shared plumbing, mutably.
+    fn io_mut(&mut self) -> &mut FrameIo;
+    /// What the detector was made for.
+    fn config(&self) -> DetectorConfig;
+    /// Device bytes of all buffers, [`FrameIo`]'s included.
+    fn device_bytes(&self) -> u64;
+    /// Candidates the candidate buffer holds now.
+    fn candidate_capacity(&self) -> usize;
+    /// Enqueues the kernels of one `w x h` frame whose pixels are in `input` (the frame
+    /// buffer of [`FrameIo`] when `None`); the first kernel waits for the events of `wait`.
+    fn enqueue_kernels(
+        &mut self,
+        input: Option<&Buffer<u8>>,
+        w: usize,
+        h: usize,
+        wait: &[Event],
+        events: &mut Events,
+    ) -> Result<(), OpenClError>;
+    /// Takes a frame's result header: `Ok(true)` when the frame's records are complete,
+    /// `Ok(false)` when the detector grew its buffers and the frame must run again, an error
+    /// when its candidates cannot fit.
+    fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError>;
+}
+
+/// Reads back the header and the kept records (blocking) into pinned staging; returns the
+/// candidates found, or `None` when the detector grew its buffers (the caller enqueues the
+/// kernels again).
+pub(crate) fn read_results<D: DetectorKernels + ?Sized>(
+    detector: &mut D,
+    events: &mut Events,
+) -> Result<Option<usize>, OpenClError> {
+    let io = detector.io_mut();
+    let guess = io.read_hint.min(io.max_keypoints);
+    io.read_records(0, guess, events)?;
+    let words = io.stage_out.host()?;
+    let header: [u32; super::record::HEADER_WORDS] = match words.first_chunk() {
+        Some(h) => *h,
+        None => {
+            return Err(OpenClError::Unsupported(
+                "readback shorter than a header".into(),
+            ));
+        }
+    };
+    let Some(header) = Header::of(&header) else {
+        return Err(OpenClError::Unsupported(
+            "readback shorter than a header".into(),
+        ));
+    };
+    if !detector.accept(header)? {
+        return Ok(None);
+    }
+    let found = header.candidates();
+    let io = detector.io_mut();
+    let kept = found.min(io.max_keypoints);
+    if kept > guess {
+        io.read_records(guess, kept, events)?;
+    }
+    io.note_kept(kept);
+    Ok(Some(found))
+}
+
+/// One frame through a detector: size check, upload, kernels (again after a buffer grew),
+/// readback and output.
+pub(crate) fn run_frame<D: DetectorKernels + ?Sized>(
+    detector: &mut D,
+    image: &GrayImage<'_>,
+) -> Result<DetectOutput, OpenClError> {
+    let (w, h) = (image.width(), image.height());
+    detector.io().check_size(w, h)?;
+    let t0 = Instant::now();
+    let mut events = Events::with_capacity(12);
+    detector.io_mut().upload(image, &mut events)?;
+    let found = loop {
+        detector.enqueue_kernels(None, w, h, &[], &mut events)?;
+        if let Some(found) = read_results(detector, &mut events)? {
+            break found;
+        }
+    };
+    let io = detector.io_mut();
+    io.last_size = (w, h);
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    io.output(found, &events, wall_ms)
+}
+
+/// Which detector, for what frames and capacity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DetectorConfig {
+    /// SURF (the [`Pipeline`] of this configuration).
+    Surf(PipelineConfig),
+    /// Harris corners with upright SURF-64 descriptors at the fixed scale (the
+    /// [`HarrisPipeline`] of this configuration).
+    Harris(HarrisPipelineConfig),
+}
+
+impl DetectorConfig {
+    /// The detector that `params` choose (SURF or Harris, their configuration and keypoint
+    /// capacity), for frames up to `max_width x max_height`, with the default work-group sizes.
+    pub fn for_params(params: &DetectParams, max_width: usize, max_height: usize) -> Self {
+        match params.detector {
+            DetectorKind::Surf => Self::Surf(PipelineConfig {
+                max_width,
+                max_height,
+                surf: params.surf,
+                max_keypoints: params.max_keypoints,
+                local_size: None,
+            }),
+            DetectorKind::Harris => Self::Harris(HarrisPipelineConfig::new(
+                max_width,
+                max_height,
+                params.harris,
+                params.max_keypoints,
+            )),
+        }
+    }
+
+    /// The largest frame (width, height).
+    pub fn max_size(&self) -> (usize, usize) {
+        match self {
+            Self::Surf(c) => (c.max_width, c.max_height),
+            Self::Harris(c) => (c.max_width, c.max_height),
+        }
+    }
+
+    /// The same detector for frames up to `max_width x max_height`.
+    pub fn with_max_size(mut self, max_width: usize, max_height: usize) -> Self {
+        match &mut self {
+            Self::Surf(c) => (c.max_width, c.max_height) = (max_width, max_height),
+            Self::Harris(c) => (c.max_width, c.max_height) = (max_width, max_height),
+        }
+        self
+    }
+
+    /// The same detector with `local_size` work-items per group (results do not depend on it).
+    pub fn with_local_size(mut self, local_size: Option<usize>) -> Self {
+        match &mut self {
+            Self::Surf(c) => c.local_size = local_size,
+            Self::Harris(c) => c.local_size = local_size,
+        }
+        self
+    }
+
+    /// Whether both configurations detect the same way (they may differ in the frame size).
+    pub fn same_detector(&self, other: &Self) -> bool {
+        let (w, h) = self.max_size();
+        *self == other.with_max_size(w, h)
+    }
+
+    /// Opens the detector's kernels on `gpu`: the registration of every detector.
+    pub(crate) fn open(self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(match self {
+            Self::Surf(c) => Box::new(Pipeline::new(gpu, c)?),
+            Self::Harris(c) => Box::new(HarrisPipeline::new(gpu, c)?),
+        })
+    }
+}
+
+/// A detector on one OpenCL device (SURF or Harris), reused for every frame: the public handle
+/// of [`DetectorConfig::open`].
+#[derive(Debug)]
+pub struct Detector {
+    kernels: Box<dyn DetectorKernels>,
+}
+
+impl Detector {
+    /// Opens `config` on the device chosen by `spec` (see [`super::open`]).
+    pub fn open(spec: Option<&str>, config: DetectorConfig) -> Result<Self, OpenClError> {
+        Self::new(Gpu::new(super::select(spec)?)?, config)
+    }
+
+    pub(crate) fn new(gpu: Gpu, config: DetectorConfig) -> Result<Self, OpenClError> {
+        Ok(Self {
+            kernels: config.open(gpu)?,
+        })
+    }
+
+    /// Detects (and describes) the keypoints of one frame, strongest first.
+    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
+        run_frame(self.kernels.as_mut(), image)
+    }
+
+    /// What the detector was made for.
+    pub fn config(&self) -> DetectorConfig {
+        self.kernels.config()
+    }
+
+    /// The device, as "platform / device".
+    pub fn device_name(&self) -> String {
+        self.kernels.io().gpu.name()
+    }
+
+    /// Device memory held by the detector's buffers, bytes.
+    pub fn device_bytes(&self) -> u64 {
+        self.kernels.device_bytes()
+    }
+
+    pub(crate) fn kernels(&self) -> &dyn DetectorKernels {
+        self.kernels.as_ref()
+    }
+
+    pub(crate) fn kernels_mut(&mut self) -> &mut dyn DetectorKernels {
+        self.kernels.as_mut()
+    }
+}
+
+/// surf.cl's integral image kernels (`integral_rows`, `integral_cols`) over a detector's image
+/// and integral buffers, with their work-group sizes: SURF samples the integral image, Harris
+/// describes its corners from it.
+#[derive(Debug)]
+pub(crate) struct IntegralKernels {
+    rows: Kernel,
+    cols: Kernel,
+    rows_local: usize,
+    cols_local: usize,
+    /// Columns per work-group of the column pass (the rest of the group splits the rows).
+    col_width: usize,
+}
+
+impl IntegralKernels {
+    /// `wanted`: work-items per group, `None` for the defaults (256 rows, 512 columns).
+    /// `integral_rows` also clears the result header, so no separate fill is needed.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        program: &Program,
+        io: &FrameIo,
+        integral: &Buffer<u32>,
+        wanted: Option<usize>,
+    ) -> Result<Self, OpenClError> {
+        let (w0, h0) = (io.max_width as i32, io.max_height as i32);
+        let build_rows = |lsz: usize| {
+            gpu.kernel(program, "integral_rows")
+                .arg(&io.image)
+                .arg(integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(&io.result)
+                .arg_local::<u32>(2 * lsz)
+                .build()
+                .map_err(OpenClError::runtime("kernel integral_rows"))
+        };
+        let build_cols = |lsz: usize, cw: usize| {
+            gpu.kernel(program, "integral_cols")
+                .arg(integral)
+                .arg(w0)
+                .arg(h0)
+                .arg(cw as i32)
+                .arg_local::<u32>(lsz)
+                .build()
+                .map_err(OpenClError::runtime("kernel integral_cols"))
+        };
+        // The scans keep 2 (rows) or 1 (columns) words per work-item in local memory: a kernel
+        // whose work-group size the device or the kernel lowers is rebuilt with the smaller
+        // local buffer.
+        let rows_want = gpu.fit_local(wanted.unwrap_or(256), 2);
+        let mut rows = build_rows(rows_want)?;
+        let rows_local = gpu.local_size(&rows, rows_want);
+        if rows_local != rows_want {
+            rows = build_rows(rows_local)?;
+        }
+        // Columns per group: 32 (128-byte rows) unless that leaves compute units idle; never
+        // below 8 (one 32-byte sector).
+        let cus = gpu.selected.info.compute_units.max(1) as usize;
+        let col_width_for = |lsz: usize| {
+            let mut cw = 32usize.min(lsz);
+            while cw > 8 && io.max_width.div_ceil(cw) < cus {
+                cw /= 2;
+            }
+            cw.min(lsz).max(1)
+        };
+        let cols_want = gpu.fit_local(wanted.unwrap_or(512), 1);
+        let mut cols = build_cols(cols_want, col_width_for(cols_want))?;
+        let cols_local = gpu.local_size(&cols, cols_want);
+        if cols_local != cols_want {
+            cols = build_cols(cols_local, col_width_for(cols_local))?;
+        }
+        Ok(Self {
+            rows,
+            cols,
+            rows_local,
+            cols_local,
+            col_width: col_width_for(cols_local),
+        })
+    }
+
+    /// Points the kernels at a `w x h` frame in `image`.
+    pub(crate) fn set_frame(&self, image: &Buffer<u8>, w: i32, h: i32) -> Result<(), OpenClError> {
+        self.rows
+            .set_arg(0, image)
+            .and_then(|_| self.rows.set_arg(2, w))
+            .and_then(|_| self.rows.set_arg(3, h))
+            .and_then(|_| self.cols.set_arg(1, w))
+            .and_then(|_| self.cols.set_arg(2, h))
+            .map_err(OpenClError::runtime("set kernel arguments"))
+    }
+
+    /// Enqueues both passes for a `w x h` frame; the first waits for `wait`.
+    pub(crate) fn enqueue(
+        &self,
+        w: usize,
+        h: usize,
+        wait: &[Event],
+        events: &mut Events,
+    ) -> Result<(), OpenClError> {
+        let mut ev = Event::empty();
+        launch_after(
+            &self.rows,
+            h * self.rows_local,
+            self.rows_local,
+            wait,
+            &mut ev,
+        )?;
+        events.push(("integral_rows", ev));
+        let mut ev = Event::empty();
+        launch_after(
+            &self.cols,
+            w.div_ceil(self.col_width) * self.cols_local,
+            self.cols_local,
+            &[],
+            &mut ev,
+        )?;
+        events.push(("integral_cols", ev));
+        Ok(())
+    }
+}
+
+/// Local memory of surf.cl's `descriptor` kernel: 1296 float2 + 81 floats (10.6 KB, which fits
+/// the 16 KB of ION-class boards).
+pub(crate) const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
+
+/// surf.cl's `descriptor` kernel over a detector's integral image and result records, after
+/// checking that the device has the local memory it needs.
+pub(crate) fn descriptor_kernel(
+    gpu: &Gpu,
+    program: &Program,
+    io: &FrameIo,
+    integral: &Buffer<u32>,
+    candidate_capacity: usize,
+    upright: bool,
+) -> Result<Kernel, OpenClError> {
+    let local_mem = gpu.selected.info.local_mem_bytes;
+    if local_mem > 0 && local_mem < DESCRIPTOR_LOCAL {
+        return Err(OpenClError::Unsupported(format!(
+            "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
+        )));
+    }
+    gpu.kernel(program, "descriptor")
+        .arg(integral)
+        .arg(io.max_width as i32)
+        .arg(io.max_height as i32)
+        .arg(candidate_capacity as u32)
+        .arg(io.max_keypoints as u32)
+        .arg(i32::from(upright))
+        .arg(&io.result)
+        .build()
+        .map_err(OpenClError::runtime("kernel descriptor"))
+}

@@ -1,0 +1,257 @@
+//! One device as the pipelines use it: a context, an in-order profiling queue, program builds
+//! (with the result layout handed to every kernel file), checked buffer allocation, work-group
+//! sizes and the profiling times of events.
+
+use ocl::builders::KernelBuilder;
+use ocl::enums::{
+    DeviceInfo as ClDeviceInfo, DeviceInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult,
+    ProfilingInfo,
+};
+use ocl::flags::{CommandQueueProperties, DeviceFpConfig, MemFlags};
+use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
+
+use super::inject::{self, FaultPoint};
+use super::{OpenClError, SETUP_LOCK, Selected, record};
+use crate::backend::StageTiming;
+
+/// A context and an in-order, profiling queue on one device.
+#[derive(Debug, Clone)]
+pub(crate) struct Gpu {
+    pub context: Context,
+    pub queue: Queue,
+    pub selected: Selected,
+    pub max_alloc: u64,
+}
+
+impl Gpu {
+    pub(crate) fn new(selected: Selected) -> Result<Self, OpenClError> {
+        let _guard = SETUP_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let context = Context::builder()
+            .platform(selected.platform)
+            .devices(selected.device)
+            .build()
+            .map_err(OpenClError::runtime("create context"))?;
+        let queue = profiling_queue(&context, &selected, "create queue")?;
+        let max_alloc = match selected.device.info(ClDeviceInfo::MaxMemAllocSize) {
+            Ok(DeviceInfoResult::MaxMemAllocSize(v)) => v,
+            _ => u64::MAX,
+        };
+        Ok(Self {
+            context,
+            queue,
+            selected,
+            max_alloc,
+        })
+    }
+
+    /// The same context and device with a second in-order, profiling queue (commands that may
+    /// overlap this one's: the stream's matching).
+    pub(crate) fn with_second_queue(&self, what: &'static str) -> Result<Self, OpenClError> {
+        Ok(Self {
+            queue: self.new_queue(what)?,
+            ..self.clone()
+        })
+    }
+
+    /// Another in-order, profiling queue on this context and device.
+    pub(crate) fn new_queue(&self, what: &'static str) -> Result<Queue, OpenClError> {
+        profiling_queue(&self.context, &self.selected, what)
+    }
+
+    /// The device, as "platform / device".
+    pub(crate) fn name(&self) -> String {
+        format!(
+            "{} / {}",
+            self.selected.info.platform, self.selected.info.name
+        )
+    }
+
+    /// Builds one kernel file with the result layout of [`record`] and `defines` as `-D`
+    /// options, surfacing the compiler log on failure.
+    pub(crate) fn program(
+        &self,
+        file: &'static str,
+        src: &str,
+        defines: &[(&str, usize)],
+    ) -> Result<Program, OpenClError> {
+        let build_error = |log: String| OpenClError::Build {
+            file,
+            device: self.selected.info.name.clone(),
+            log,
+        };
+        if let Some(log) = inject::check(FaultPoint::Build) {
+            return Err(build_error(log));
+        }
+        let mut options = String::from("-cl-std=CL1.2");
+        // Correctly rounded f32 division and sqrt where the device has them: the Newton step,
+        // atan2 and the descriptor's normalisation then round as on the CPU.
+        if fp32_correctly_rounded(&self.selected) {
+            options.push_str(" -cl-fp32-correctly-rounded-divide-sqrt");
+        }
+        options.push_str(&record::kernel_defines());
+        for (name, value) in defines {
+            options.push_str(&format!(" -D {name}={value}"));
+        }
+        // Building programs from several threads at once crashes PoCL 5 (seen as SIGSEGV when
+        // the tests run in parallel): builds are serialised process-wide. They happen once per
+        // pipeline, so this costs nothing per frame.
+        let _guard = SETUP_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Program::builder()
+            .src(src)
+            .devices(self.selected.device)
+            .cmplr_opt(options)
+            .build(&self.context)
+            .map_err(|e| build_error(e.to_string()))
+    }
+
+    /// A builder for kernel `name` of `program` on this device's queue.
+    pub(crate) fn kernel<'p>(&self, program: &'p Program, name: &'static str) -> KernelBuilder<'p> {
+        let mut b = Kernel::builder();
+        b.program(program).name(name).queue(self.queue.clone());
+        b
+    }
+
+    /// A device buffer of `len` elements (at least 1), with a typed error when it cannot be had.
+    pub(crate) fn buffer<T: OclPrm>(
+        &self,
+        what: &'static str,
+        len: usize,
+        flags: MemFlags,
+    ) -> Result<Buffer<T>, OpenClError> {
+        let len = len.max(1);
+        let bytes = (len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let fail = |message: String| OpenClError::Allocation {
+            what,
+            bytes,
+            message,
+        };
+        if let Some(message) = inject::check(FaultPoint::Allocate) {
+            return Err(fail(message));
+        }
+        if bytes > self.max_alloc {
+            return Err(fail(format!(
+                "larger than the device's largest allocation ({} bytes)",
+                self.max_alloc
+            )));
+        }
+        Buffer::<T>::builder()
+            .queue(self.queue.clone())
+            .flags(flags)
+            .len(len)
+            .build()
+            .map_err(|e| fail(e.to_string()))
+    }
+
+    /// A `u32` device buffer of `len` zeros.
+    pub(crate) fn zeroed_u32(
+        &self,
+        what: &'static str,
+        len: usize,
+    ) -> Result<Buffer<u32>, OpenClError> {
+        let buf = self.buffer::<u32>(what, len, MemFlags::new().read_write())?;
+        buf.cmd()
+            .fill(0u32, None)
+            .enq()
+            .map_err(OpenClError::runtime("clear buffer"))?;
+        Ok(buf)
+    }
+
+    /// A read-only device buffer holding `data`.
+    pub(crate) fn constant<T: OclPrm>(
+        &self,
+        what: &'static str,
+        data: &[T],
+    ) -> Result<Buffer<T>, OpenClError> {
+        let buf = self.buffer::<T>(what, data.len(), MemFlags::new().read_only())?;
+        buf.write(data)
+            .enq()
+            .map_err(OpenClError::runtime("upload a table"))?;
+        Ok(buf)
+    }
+
+    /// The work-group size to use for `kernel`: `wanted` clamped to the device's and the
+    /// kernel's limits.
+    pub(crate) fn local_size(&self, kernel: &Kernel, wanted: usize) -> usize {
+        let kernel_max =
+            match kernel.wg_info(self.selected.device, KernelWorkGroupInfo::WorkGroupSize) {
+                Ok(KernelWorkGroupInfoResult::WorkGroupSize(n)) if n > 0 => n,
+                _ => 1,
+            };
+        wanted
+            .min(kernel_max)
+            .min(self.selected.info.max_work_group_size.max(1))
+            .max(1)
+    }
+
+    /// `want` work-items, fewer when a kernel keeping `words` `u32`s per work-item in local
+    /// memory would use more than half of it.
+    pub(crate) fn fit_local(&self, want: usize, words: usize) -> usize {
+        match self.selected.info.local_mem_bytes as usize {
+            0 => want,
+            local_mem => want.min((local_mem / 2) / (4 * words)).max(1),
+        }
+    }
+}
+
+fn profiling_queue(
+    context: &Context,
+    selected: &Selected,
+    what: &'static str,
+) -> Result<Queue, OpenClError> {
+    Queue::new(
+        context,
+        selected.device,
+        Some(CommandQueueProperties::new().profiling()),
+    )
+    .map_err(OpenClError::runtime(what))
+}
+
+/// Whether the device rounds `f32` division and square root correctly on request
+/// (`-cl-fp32-correctly-rounded-divide-sqrt` is only valid then).
+fn fp32_correctly_rounded(selected: &Selected) -> bool {
+    matches!(
+        selected.device.info(ClDeviceInfo::SingleFpConfig),
+        Ok(DeviceInfoResult::SingleFpConfig(c))
+            if c.contains(DeviceFpConfig::CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    )
+}
+
+/// The device time of a completed command, ms.
+pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
+    // Profiling info exists only once the command is complete; a command on another queue
+    // (the stream's uploads) may be reported complete a little later than the work after it.
+    event
+        .wait_for()
+        .map_err(|e| OpenClError::runtime("wait for event")(e.into()))?;
+    let get = |what| {
+        event
+            .profiling_info(what)
+            .and_then(|r| r.time().map_err(ocl::Error::from))
+            .map_err(OpenClError::runtime("read profiling info"))
+    };
+    let start = get(ProfilingInfo::Start)?;
+    let end = get(ProfilingInfo::End)?;
+    Ok(end.saturating_sub(start) as f64 / 1e6)
+}
+
+/// Sums profiling times per stage, merging consecutive events of one stage.
+pub(crate) fn stage_timings(
+    events: &[(&'static str, Event)],
+) -> Result<Vec<StageTiming>, OpenClError> {
+    let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
+    for (name, ev) in events {
+        let ms = event_ms(ev)?;
+        match timings.last_mut() {
+            Some(t) if t.name == *name => t.ms += ms,
+            _ => timings.push(StageTiming {
+                name: (*name).to_string(),
+                ms,
+            }),
+        }
+    }
+    Ok(timings)
+}
