@@ -323,6 +323,44 @@ fn dist_sq_q7(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
     acc.iter().sum::<i32>().unsigned_abs()
 }
 
+/// What the 2-NN keys of [`accept_two_nearest`] encode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The bits of the `f32` squared distance (16-lane order of the module docs).
+    F32,
+    /// The exact integer squared distance of Q7 descriptors.
+    Q7,
+}
+
+/// The decision for one query from its best and second-best keys (`u32::MAX`: none): the ratio
+/// test, then the distance bound (module docs). Returns the reported distance when the query
+/// is kept. The CPU matcher decides through this, and so does every device matcher that finds
+/// the 2-NN elsewhere, so the decisions agree bit for bit.
+pub fn accept_two_nearest(kind: KeyKind, k1: u32, k2: u32, config: &MatchConfig) -> Option<f32> {
+    match kind {
+        KeyKind::F32 => accept::<F32Metric>(k1, k2, config),
+        KeyKind::Q7 => accept::<Q7Metric>(k1, k2, config),
+    }
+}
+
+fn accept<M: Metric>(k1: u32, k2: u32, config: &MatchConfig) -> Option<f32> {
+    if k1 == u32::MAX {
+        return None; // no compatible candidate
+    }
+    if config.ratio < 1.0 && k2 != u32::MAX && !M::ratio_pass(k1, k2, config.ratio) {
+        return None;
+    }
+    let distance = M::distance(k1);
+    // NaN distances (NaN descriptors) never pass a maximum.
+    if config
+        .max_distance
+        .is_some_and(|max| distance.is_nan() || distance > max)
+    {
+        return None;
+    }
+    Some(distance)
+}
+
 /// The two descriptor formats behind one matching loop.
 trait Metric {
     type D;
@@ -463,20 +501,9 @@ fn match_range_impl<M: Metric>(
             two_nearest::<M, false>(&sides, q0, block, config.sign_test, best)
         };
         for (i, &(k1, k2, t1)) in states[..block].iter().enumerate() {
-            if k1 == u32::MAX {
-                continue; // no compatible candidate
-            }
-            if config.ratio < 1.0 && k2 != u32::MAX && !M::ratio_pass(k1, k2, config.ratio) {
+            let Some(distance) = accept::<M>(k1, k2, config) else {
                 continue;
-            }
-            let distance = M::distance(k1);
-            // NaN distances (NaN descriptors) never pass a maximum.
-            if config
-                .max_distance
-                .is_some_and(|max| distance.is_nan() || distance > max)
-            {
-                continue;
-            }
+            };
             out[count] = Match {
                 // Both fit: checked by check_side.
                 query: (q0 + i) as u32,

@@ -66,6 +66,21 @@ pub(crate) struct FrameIo {
     read_hint: usize,
     /// Size of the last frame (for the debugging readbacks).
     pub last_size: (usize, usize),
+    /// Candidates the detector's candidate buffer holds now (set by the detector).
+    pub candidate_capacity: usize,
+    /// Device memory of all the detector's buffers, bytes (set by the detector).
+    pub device_bytes: u64,
+}
+
+/// Where a frame's kernels read and what they wait for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Launch<'a> {
+    /// The frame's pixels: [`FrameIo::image`] when `None`, else a stream's own input.
+    pub input: Option<&'a Buffer<u8>>,
+    pub width: usize,
+    pub height: usize,
+    /// Events (on other queues) the first kernel waits for.
+    pub wait: &'a [Event],
 }
 
 impl FrameIo {
@@ -102,6 +117,8 @@ impl FrameIo {
             stage_out,
             read_hint: 256,
             last_size: (0, 0),
+            candidate_capacity: 0,
+            device_bytes: 0,
         })
     }
 
@@ -226,28 +243,16 @@ pub(crate) fn readback_hint(kept: usize, max_keypoints: usize) -> usize {
     (kept + kept / 4 + 64).min(max_keypoints)
 }
 
-/// What a detector's kernels add to [`FrameIo`].
+/// What a detector's kernels add to the [`FrameIo`] they embed.
 pub(crate) trait DetectorKernels: std::fmt::Debug + Send {
     /// The shared plumbing.
     fn io(&self) -> &FrameIo;
+    /// Enqueues the kernels of one frame (their events go to `events`).
+    fn enqueue(&mut self, frame: Launch<'_>, events: &mut Events) -> Result<(), OpenClError>;
     /// The shared plumbing, mutably.
     fn io_mut(&mut self) -> &mut FrameIo;
     /// What the detector was made for.
     fn config(&self) -> DetectorConfig;
-    /// Device bytes of all buffers, [`FrameIo`]'s included.
-    fn device_bytes(&self) -> u64;
-    /// Candidates the candidate buffer holds now.
-    fn candidate_capacity(&self) -> usize;
-    /// Enqueues the kernels of one `w x h` frame whose pixels are in `input` (the frame
-    /// buffer of [`FrameIo`] when `None`); the first kernel waits for the events of `wait`.
-    fn enqueue_kernels(
-        &mut self,
-        input: Option<&Buffer<u8>>,
-        w: usize,
-        h: usize,
-        wait: &[Event],
-        events: &mut Events,
-    ) -> Result<(), OpenClError>;
     /// Takes a frame's result header: `Ok(true)` when the frame's records are complete,
     /// `Ok(false)` when the detector grew its buffers and the frame must run again, an error
     /// when its candidates cannot fit.
@@ -302,8 +307,14 @@ pub(crate) fn run_frame<D: DetectorKernels + ?Sized>(
     let t0 = Instant::now();
     let mut events = Events::with_capacity(12);
     detector.io_mut().upload(image, &mut events)?;
+    let frame = Launch {
+        input: None,
+        width: w,
+        height: h,
+        wait: &[],
+    };
     let found = loop {
-        detector.enqueue_kernels(None, w, h, &[], &mut events)?;
+        detector.enqueue(frame, &mut events)?;
         if let Some(found) = read_results(detector, &mut events)? {
             break found;
         }
@@ -422,7 +433,7 @@ impl Detector {
 
     /// Device memory held by the detector's buffers, bytes.
     pub fn device_bytes(&self) -> u64 {
-        self.kernels.device_bytes()
+        self.kernels.io().device_bytes
     }
 
     pub(crate) fn kernels(&self) -> &dyn DetectorKernels {
@@ -482,12 +493,8 @@ impl IntegralKernels {
         // The scans keep 2 (rows) or 1 (columns) words per work-item in local memory: a kernel
         // whose work-group size the device or the kernel lowers is rebuilt with the smaller
         // local buffer.
-        let rows_want = gpu.fit_local(wanted.unwrap_or(256), 2);
-        let mut rows = build_rows(rows_want)?;
-        let rows_local = gpu.local_size(&rows, rows_want);
-        if rows_local != rows_want {
-            rows = build_rows(rows_local)?;
-        }
+        let (rows, rows_local) =
+            gpu.kernel_fitting(gpu.fit_local(wanted.unwrap_or(256), 2), build_rows)?;
         // Columns per group: 32 (128-byte rows) unless that leaves compute units idle; never
         // below 8 (one 32-byte sector).
         let cus = gpu.selected.info.compute_units.max(1) as usize;
@@ -499,11 +506,8 @@ impl IntegralKernels {
             cw.min(lsz).max(1)
         };
         let cols_want = gpu.fit_local(wanted.unwrap_or(512), 1);
-        let mut cols = build_cols(cols_want, col_width_for(cols_want))?;
-        let cols_local = gpu.local_size(&cols, cols_want);
-        if cols_local != cols_want {
-            cols = build_cols(cols_local, col_width_for(cols_local))?;
-        }
+        let (cols, cols_local) =
+            gpu.kernel_fitting(cols_want, |lsz| build_cols(lsz, col_width_for(lsz)))?;
         Ok(Self {
             rows,
             cols,

@@ -187,6 +187,21 @@ impl Gpu {
             .max(1)
     }
 
+    /// A kernel whose local memory is sized by its work-group: built by `build` for `wanted`
+    /// work-items, and built again for fewer when the device or the kernel allows fewer.
+    /// Returns the kernel and its work-group size.
+    pub(crate) fn kernel_fitting(
+        &self,
+        wanted: usize,
+        build: impl Fn(usize) -> Result<Kernel, OpenClError>,
+    ) -> Result<(Kernel, usize), OpenClError> {
+        let kernel = build(wanted)?;
+        match self.local_size(&kernel, wanted) {
+            size if size == wanted => Ok((kernel, size)),
+            size => Ok((build(size)?, size)),
+        }
+    }
+
     /// `want` work-items, fewer when a kernel keeping `words` `u32`s per work-item in local
     /// memory would use more than half of it.
     pub(crate) fn fit_local(&self, want: usize, words: usize) -> usize {

@@ -35,7 +35,7 @@ use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
-    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels,
+    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels, Launch,
     descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
@@ -116,7 +116,6 @@ struct Describe {
 pub struct HarrisPipeline {
     io: FrameIo,
     config: HarrisPipelineConfig,
-    cand_capacity: usize,
     tile_items: usize,
     select_local: usize,
     nms_local: usize,
@@ -127,7 +126,6 @@ pub struct HarrisPipeline {
     k_nms: Kernel,
     k_select: Kernel,
     describe: Option<Describe>,
-    device_bytes: u64,
     last_stats: HarrisFrameStats,
 }
 
@@ -154,7 +152,7 @@ impl HarrisPipeline {
             .validate()
             .map_err(|e| OpenClError::Unsupported(format!("Harris configuration: {e}")))?;
         let (mw, mh, n) = (config.max_width, config.max_height, config.max_keypoints);
-        let io = FrameIo::new(gpu.clone(), mw, mh, n, config.describe)?;
+        let mut io = FrameIo::new(gpu.clone(), mw, mh, n, config.describe)?;
         let info = &gpu.selected.info;
         let local_mem = info.local_mem_bytes;
         let r = harris.window / 2;
@@ -249,7 +247,7 @@ impl HarrisPipeline {
             .map_err(err("kernel harris_nms"))?;
         // The select kernel keeps one tile of 64-bit keys (one per work-item, 2 words) in
         // local memory.
-        let mut select_local = gpu.fit_local(config.local_size.unwrap_or(256).max(1), 2);
+        let select_local = gpu.fit_local(config.local_size.unwrap_or(256).max(1), 2);
         let build_select = |tile: usize| {
             gpu.kernel(&program, "harris_select")
                 .arg(&cand)
@@ -261,12 +259,7 @@ impl HarrisPipeline {
                 .build()
                 .map_err(err("kernel harris_select"))
         };
-        let mut k_select = build_select(select_local)?;
-        let select_size = gpu.local_size(&k_select, select_local);
-        if select_size != select_local {
-            select_local = select_size;
-            k_select = build_select(select_local)?;
-        }
+        let (k_select, select_local) = gpu.kernel_fitting(select_local, build_select)?;
         // surf.cl's kernels, in this pipeline's own program object with its own buffers.
         let describe = if config.describe {
             let program = gpu.program("surf.cl", SURF_CL, &[])?;
@@ -285,7 +278,7 @@ impl HarrisPipeline {
         };
         let groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
         let integral_len = describe.as_ref().map_or(1, |d| d.integral.len());
-        let device_bytes = [
+        io.device_bytes = [
             pixels,
             16 * pixels,
             4 * integral_len,
@@ -296,10 +289,10 @@ impl HarrisPipeline {
         .map(|&b| b as u64)
         .sum();
         let nms_local = gpu.local_size(&k_nms, 256);
+        io.candidate_capacity = cand_capacity;
         Ok(Self {
             io,
             config,
-            cand_capacity,
             tile_items,
             select_local,
             nms_local,
@@ -310,7 +303,6 @@ impl HarrisPipeline {
             k_nms,
             k_select,
             describe,
-            device_bytes,
             last_stats: HarrisFrameStats::default(),
         })
     }
@@ -322,12 +314,12 @@ impl HarrisPipeline {
 
     /// Device memory held by the pipeline's buffers, bytes.
     pub fn device_bytes(&self) -> u64 {
-        self.device_bytes
+        self.io.device_bytes
     }
 
     /// Size of the candidate buffer (the proven upper bound of candidates per frame).
     pub fn candidate_capacity(&self) -> usize {
-        self.cand_capacity
+        self.io.candidate_capacity
     }
 
     /// Work-items per work-group of the tile kernels (one per pixel of the output tile).
@@ -394,33 +386,11 @@ impl DetectorKernels for HarrisPipeline {
         &self.io
     }
 
-    fn io_mut(&mut self) -> &mut FrameIo {
-        &mut self.io
-    }
-
-    fn config(&self) -> DetectorConfig {
-        DetectorConfig::Harris(self.config)
-    }
-
-    fn device_bytes(&self) -> u64 {
-        self.device_bytes
-    }
-
-    fn candidate_capacity(&self) -> usize {
-        self.cand_capacity
-    }
-
-    fn enqueue_kernels(
-        &mut self,
-        input: Option<&Buffer<u8>>,
-        w: usize,
-        h: usize,
-        wait: &[Event],
-        events: &mut Events,
-    ) -> Result<(), OpenClError> {
-        self.set_frame_args(input.unwrap_or(&self.io.image), w as i32, h as i32)?;
+    fn enqueue(&mut self, frame: Launch<'_>, events: &mut Events) -> Result<(), OpenClError> {
+        let (w, h) = (frame.width, frame.height);
+        self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
         // Only the first kernel waits (the queue is in order).
-        let mut wait = Some(wait);
+        let mut wait = Some(frame.wait);
         if let Some(d) = &self.describe {
             // integral_rows also clears the result header; harris_gradients clears it again, so
             // the Harris kernels do not depend on it.
@@ -439,7 +409,7 @@ impl DetectorKernels for HarrisPipeline {
         run("harris_gradients", &self.k_gradients, tiles * tile, tile)?;
         run("harris_response", &self.k_response, tiles * tile, tile)?;
         run("harris_nms", &self.k_nms, w * h, self.nms_local)?;
-        let bound = (w.div_ceil(3) * h.div_ceil(3)).min(self.cand_capacity);
+        let bound = (w.div_ceil(3) * h.div_ceil(3)).min(self.io.candidate_capacity);
         run("harris_select", &self.k_select, bound, self.select_local)?;
         if let Some(d) = &self.describe {
             let items = self.groups * d.descriptor_local;
@@ -451,10 +421,10 @@ impl DetectorKernels for HarrisPipeline {
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
         let found = header.candidates();
         // The candidate buffer holds the proven bound (module docs): an overflow is a bug.
-        if header.overflowed() || found > self.cand_capacity {
+        if header.overflowed() || found > self.io.candidate_capacity {
             return Err(OpenClError::CandidateOverflow {
                 found,
-                capacity: self.cand_capacity,
+                capacity: self.io.candidate_capacity,
             });
         }
         let max_response = header.max_response();
@@ -466,5 +436,13 @@ impl DetectorKernels for HarrisPipeline {
             },
         };
         Ok(true)
+    }
+
+    fn io_mut(&mut self) -> &mut FrameIo {
+        &mut self.io
+    }
+
+    fn config(&self) -> DetectorConfig {
+        DetectorConfig::Harris(self.config)
     }
 }

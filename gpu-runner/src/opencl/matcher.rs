@@ -14,7 +14,7 @@ use std::time::Instant;
 use ocl::flags::MemFlags;
 use ocl::prm::Float4;
 use ocl::{Buffer, Event, Kernel, OclPrm, Program, Queue};
-use surfcl_core::matcher::{Match, MatchConfig};
+use surfcl_core::matcher::{KeyKind, Match, MatchConfig, accept_two_nearest};
 use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
@@ -440,7 +440,7 @@ impl GpuMatcher {
     ) -> Result<Vec<Match>, OpenClError> {
         let (fwd, rev) =
             self.read_device(counts.0, counts.1, config.cross_check, events, timings)?;
-        Ok(decide(&fwd, rev.as_ref(), config, Metric::F32))
+        Ok(decide(&fwd, rev.as_ref(), config, KeyKind::F32))
     }
 
     /// The raw 2-NN of `f32` descriptors (signs: 0 = compatible with anything), with the
@@ -550,7 +550,7 @@ impl GpuMatcher {
             config.cross_check,
             &mut timings.stages,
         )?;
-        let out = decide(&fwd, rev.as_ref(), config, Metric::F32);
+        let out = decide(&fwd, rev.as_ref(), config, KeyKind::F32);
         timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok(out)
     }
@@ -575,7 +575,7 @@ impl GpuMatcher {
             config.cross_check,
             &mut timings.stages,
         )?;
-        let out = decide(&fwd, rev.as_ref(), config, Metric::Q7);
+        let out = decide(&fwd, rev.as_ref(), config, KeyKind::Q7);
         timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok(out)
     }
@@ -611,69 +611,23 @@ fn signs(
     Ok((get(query), get(train)))
 }
 
-/// Which distance the keys encode.
-#[derive(Debug, Clone, Copy)]
-enum Metric {
-    F32,
-    Q7,
-}
-
-impl Metric {
-    fn distance(self, key: u32) -> f32 {
-        match self {
-            Metric::F32 => f32::from_bits(key).sqrt(),
-            Metric::Q7 => (key as f32).sqrt() / 127.0,
-        }
-    }
-    fn ratio_pass(self, k1: u32, k2: u32, ratio: f32) -> bool {
-        match self {
-            Metric::F32 => self.distance(k1) < ratio * self.distance(k2),
-            Metric::Q7 => ratio_pass_exact(k1, k2, ratio),
-        }
-    }
-}
-
-/// `k1 < ratio^2 * k2` exactly (the core's Q7 ratio test, core/src/matcher.rs).
-fn ratio_pass_exact(k1: u32, k2: u32, ratio: f32) -> bool {
-    let bits = ratio.to_bits();
-    let biased = (bits >> 23) & 0xff;
-    let frac = bits & 0x7f_ffff;
-    let (m, e) = if biased == 0 {
-        (frac, 149u32)
-    } else {
-        (frac | 0x80_0000, 150 - biased.min(150))
-    };
-    let rhs = u128::from(m) * u128::from(m) * u128::from(k2);
-    let shift = 2 * e;
-    if shift > 95 {
-        return k1 == 0 && rhs > 0;
-    }
-    (u128::from(k1) << shift) < rhs
-}
-
-/// The core's per-query decisions on the device's 2-NN (core/src/matcher.rs,
-/// `match_range_impl`): no candidate, ratio test, maximum distance, then the mutual check.
+/// The core's per-query decisions on the device's 2-NN: no candidate, ratio test and maximum
+/// distance through `surfcl_core::matcher::accept_two_nearest`, then the mutual check.
 fn decide(
     fwd: &NearestNeighbours,
     rev: Option<&NearestNeighbours>,
     config: &MatchConfig,
-    metric: Metric,
+    metric: KeyKind,
 ) -> Vec<Match> {
     let mut out = Vec::new();
     for q in 0..fwd.best.len() {
         let (t, k1, k2) = (fwd.best[q], fwd.k1[q], fwd.k2[q]);
-        if k1 == u32::MAX || t == u32::MAX {
+        if t == u32::MAX {
             continue;
         }
-        if config.ratio < 1.0 && k2 != u32::MAX && !metric.ratio_pass(k1, k2, config.ratio) {
+        let Some(distance) = accept_two_nearest(metric, k1, k2, config) else {
             continue;
-        }
-        let distance = metric.distance(k1);
-        // Written as the core writes it: a NaN distance is rejected.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if config.max_distance.is_some_and(|max| !(distance <= max)) {
-            continue;
-        }
+        };
         if rev.is_some_and(|rev| rev.best.get(t as usize) != Some(&(q as u32))) {
             continue;
         }

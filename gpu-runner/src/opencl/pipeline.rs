@@ -27,6 +27,7 @@
 //! the buffer grows up to that bound and the frame's kernels run again. The result is therefore
 //! complete and independent of the order in which work-items append.
 
+use ocl::builders::KernelBuilder;
 use ocl::flags::MemFlags;
 use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
@@ -36,7 +37,7 @@ use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, res
 use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
-    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels,
+    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels, Launch,
     descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
@@ -116,7 +117,6 @@ struct LocalSizes {
 pub struct Pipeline {
     io: FrameIo,
     config: PipelineConfig,
-    cand_capacity: usize,
     cand: Buffer<u32>,
     keys: Buffer<u64>,
     rank: Buffer<u32>,
@@ -149,7 +149,7 @@ impl Pipeline {
         surf.validate()
             .map_err(|e| OpenClError::Unsupported(format!("SURF configuration: {e}")))?;
         let n = config.max_keypoints;
-        let io = FrameIo::new(gpu.clone(), config.max_width, config.max_height, n, true)?;
+        let mut io = FrameIo::new(gpu.clone(), config.max_width, config.max_height, n, true)?;
         let packed_mode = surf.precision == Precision::Packed8;
         let grids = Grids::new(config.max_width, config.max_height, &surf);
         let cand_capacity = initial_candidate_capacity(&grids, n);
@@ -190,60 +190,46 @@ impl Pipeline {
         let nk = n as u32;
         let result = &io.result;
         let k_integral = IntegralKernels::new(&gpu, &program, &io, &integral, config.local_size)?;
+        // Both Hessian and NMS kernels start with the integral image, the frame size and the
+        // octave layout; what follows depends on the response format.
+        let octave_kernel = |name: &'static str| {
+            let mut b = build(name);
+            b.arg(&integral).arg(w0).arg(h0).arg(octaves).arg(step0);
+            b
+        };
+        // Both NMS kernels end with the candidate buffers and the result.
+        let out = CandidateArgs {
+            cand: &cand,
+            keys: &keys,
+            capacity: cap,
+            result,
+        };
         let (k_hessian, k_nms) = match (&responses, &packed) {
             (Some(resp), _) => (
-                build("hessian_f32")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(octaves)
-                    .arg(step0)
+                octave_kernel("hessian_f32")
                     .arg(&norms)
                     .arg(resp)
                     .build()
                     .map_err(err("kernel hessian_f32"))?,
-                build("nms_f32")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(octaves)
-                    .arg(step0)
-                    .arg(surf.threshold)
-                    .arg(resp)
-                    .arg(&cand)
-                    .arg(&keys)
-                    .arg(cap)
-                    .arg(result)
+                out.append(octave_kernel("nms_f32").arg(surf.threshold).arg(resp))
                     .build()
                     .map_err(err("kernel nms_f32"))?,
             ),
             (None, Some(pk)) => (
-                build("hessian_packed")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(octaves)
-                    .arg(step0)
+                octave_kernel("hessian_packed")
                     .arg(&norms)
                     .arg(&table)
                     .arg(pk)
                     .build()
                     .map_err(err("kernel hessian_packed"))?,
-                build("nms_packed")
-                    .arg(&integral)
-                    .arg(w0)
-                    .arg(h0)
-                    .arg(octaves)
-                    .arg(step0)
-                    .arg(surf.threshold)
-                    .arg(&norms)
-                    .arg(pk)
-                    .arg(&cand)
-                    .arg(&keys)
-                    .arg(cap)
-                    .arg(result)
-                    .build()
-                    .map_err(err("kernel nms_packed"))?,
+                out.append(
+                    octave_kernel("nms_packed")
+                        .arg(surf.threshold)
+                        .arg(&norms)
+                        .arg(pk),
+                )
+                .build()
+                .map_err(err("kernel nms_packed"))?,
             ),
             (None, None) => {
                 return Err(OpenClError::Unsupported("no response buffer".into()));
@@ -266,13 +252,7 @@ impl Pipeline {
                 .build()
                 .map_err(err("kernel select_strongest"))
         };
-        let mut k_select = build_select(select_local)?;
-        // The select kernel's tile is as large as its work-group: rebuild when the kernel allows
-        // fewer work-items than wanted.
-        let select_size = gpu.local_size(&k_select, select_local);
-        if select_size != select_local {
-            k_select = build_select(select_size)?;
-        }
+        let (k_select, select_size) = gpu.kernel_fitting(select_local, build_select)?;
         let k_scatter = build("select_scatter")
             .arg(&cand)
             .arg(cap)
@@ -329,10 +309,11 @@ impl Pipeline {
             ),
             ("keypoints + descriptors", 4 * io.result.len() as u64),
         ];
+        io.candidate_capacity = cand_capacity;
+        io.device_bytes = memory.iter().map(|(_, b)| b).sum();
         Ok(Self {
             io,
             config,
-            cand_capacity,
             cand,
             keys,
             rank,
@@ -356,7 +337,7 @@ impl Pipeline {
     /// Device memory held by the pipeline's buffers, bytes (the pinned host staging buffers
     /// are not counted: they live in host memory).
     pub fn device_bytes(&self) -> u64 {
-        self.memory.iter().map(|(_, b)| b).sum()
+        self.io.device_bytes
     }
 
     /// Device memory per buffer: (what, bytes).
@@ -372,7 +353,7 @@ impl Pipeline {
     /// Size of the candidate buffer: sized from `max_keypoints` at creation and grown (up to
     /// the proven bound of the module docs) when a frame finds more.
     pub fn candidate_capacity(&self) -> usize {
-        self.cand_capacity
+        self.io.candidate_capacity
     }
 
     /// The device, as "platform / device".
@@ -411,11 +392,13 @@ impl Pipeline {
         )
         .max_candidates()
         .max(1);
-        let cap = (found + found / 4).max(2 * self.cand_capacity).min(bound);
-        if cap <= self.cand_capacity {
+        let cap = (found + found / 4)
+            .max(2 * self.io.candidate_capacity)
+            .min(bound);
+        if cap <= self.io.candidate_capacity {
             return Err(OpenClError::CandidateOverflow {
                 found,
-                capacity: self.cand_capacity,
+                capacity: self.io.candidate_capacity,
             });
         }
         let gpu = &self.io.gpu;
@@ -446,12 +429,13 @@ impl Pipeline {
         self.cand = cand;
         self.keys = keys;
         self.rank = rank;
-        self.cand_capacity = cap;
+        self.io.candidate_capacity = cap;
         for m in &mut self.memory {
             if m.0 == "candidates + keys + ranks" {
                 m.1 = ((4 * KP_WORDS + 8 + 4) * cap) as u64;
             }
         }
+        self.io.device_bytes = self.memory.iter().map(|(_, b)| b).sum();
         Ok(())
     }
 
@@ -511,34 +495,12 @@ impl DetectorKernels for Pipeline {
         &self.io
     }
 
-    fn io_mut(&mut self) -> &mut FrameIo {
-        &mut self.io
-    }
-
-    fn config(&self) -> DetectorConfig {
-        DetectorConfig::Surf(self.config)
-    }
-
-    fn device_bytes(&self) -> u64 {
-        Pipeline::device_bytes(self)
-    }
-
-    fn candidate_capacity(&self) -> usize {
-        self.cand_capacity
-    }
-
-    fn enqueue_kernels(
-        &mut self,
-        input: Option<&Buffer<u8>>,
-        w: usize,
-        h: usize,
-        wait: &[Event],
-        events: &mut Events,
-    ) -> Result<(), OpenClError> {
+    fn enqueue(&mut self, frame: Launch<'_>, events: &mut Events) -> Result<(), OpenClError> {
+        let (w, h) = (frame.width, frame.height);
         let surf = self.config.surf;
         let grids = Grids::new(w, h, &surf);
-        self.set_frame_args(input.unwrap_or(&self.io.image), w as i32, h as i32)?;
-        self.k_integral.enqueue(w, h, wait, events)?;
+        self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
+        self.k_integral.enqueue(w, h, frame.wait, events)?;
         if grids.total == 0 {
             return Ok(());
         }
@@ -556,7 +518,7 @@ impl DetectorKernels for Pipeline {
         };
         run(hn, &self.k_hessian, grids.total, l.hessian)?;
         run(nn, &self.k_nms, 2 * grids.total, l.nms)?;
-        let cand_bound = grids.max_candidates().min(self.cand_capacity);
+        let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
         // Slices per candidate block: enough groups for ~4 per compute unit at the last
         // frame's candidate count (the result does not depend on it).
         let cus = self.io.gpu.selected.info.compute_units.max(1) as usize;
@@ -578,12 +540,38 @@ impl DetectorKernels for Pipeline {
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
         let found = header.candidates();
-        if header.overflowed() || found > self.cand_capacity {
+        if header.overflowed() || found > self.io.candidate_capacity {
             self.grow_candidates(found)?;
             return Ok(false);
         }
         self.last_found = found;
         Ok(true)
+    }
+
+    fn io_mut(&mut self) -> &mut FrameIo {
+        &mut self.io
+    }
+
+    fn config(&self) -> DetectorConfig {
+        DetectorConfig::Surf(self.config)
+    }
+}
+
+/// The last arguments of both NMS kernels: where candidates go.
+struct CandidateArgs<'b> {
+    cand: &'b Buffer<u32>,
+    keys: &'b Buffer<u64>,
+    capacity: u32,
+    result: &'b Buffer<u32>,
+}
+
+impl<'b> CandidateArgs<'b> {
+    fn append<'k>(&self, kernel: &'k mut KernelBuilder<'b>) -> &'k mut KernelBuilder<'b> {
+        kernel
+            .arg(self.cand)
+            .arg(self.keys)
+            .arg(self.capacity)
+            .arg(self.result)
     }
 }
 

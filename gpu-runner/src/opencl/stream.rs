@@ -40,7 +40,7 @@ use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use super::enqueue::Staging;
-use super::frame::{DetectOutput, Detector, DetectorConfig, read_results, readback_hint};
+use super::frame::{DetectOutput, Detector, DetectorConfig, Launch, read_results, readback_hint};
 use super::gpu::{Gpu, stage_timings};
 use super::matcher::GpuMatcher;
 use super::pipeline::PipelineConfig;
@@ -102,6 +102,18 @@ struct Submitted {
     height: usize,
     upload: Event,
     started: Instant,
+}
+
+impl Submitted {
+    /// The frame's launch from its input slot, after `wait`.
+    fn launch<'a>(&self, inputs: &'a [Buffer<u8>; 2], wait: &'a [Event]) -> Launch<'a> {
+        Launch {
+            input: Some(&inputs[self.slot]),
+            width: self.width,
+            height: self.height,
+            wait,
+        }
+    }
 }
 
 /// A frame whose kernels, gather and readback have been enqueued.
@@ -355,13 +367,8 @@ impl StreamPipeline {
         st.events.clear();
         st.events.push(("upload", st.sub.upload.clone()));
         let upload = [st.sub.upload.clone()];
-        self.detector.kernels_mut().enqueue_kernels(
-            Some(&self.inputs[st.sub.slot]),
-            st.sub.width,
-            st.sub.height,
-            &upload,
-            &mut st.events,
-        )?;
+        let frame = st.sub.launch(&self.inputs, &upload);
+        self.detector.kernels_mut().enqueue(frame, &mut st.events)?;
         let reader: Vec<Event> = self.readers[st.set].iter().cloned().collect();
         self.gather_into(st.set, &reader, &mut st.events)?;
         let mut ev = Event::empty();
@@ -431,7 +438,7 @@ impl StreamPipeline {
         let header = Header::of(&header)
             .ok_or_else(|| OpenClError::Unsupported("readback shorter than a header".into()))?;
         let found = header.candidates();
-        let overflow = header.overflowed() || found > kernels.candidate_capacity();
+        let overflow = header.overflowed() || found > kernels.io().candidate_capacity;
         let kept = found.min(kernels.io().max_keypoints);
         if !overflow && kept <= st.guess && kernels.accept(header)? {
             let out = kernels.io().output_from(stage, found, &[], 0.0)?;
@@ -441,14 +448,9 @@ impl StreamPipeline {
         self.reruns += 1;
         self.drain()?;
         let kernels = self.detector.kernels_mut();
+        let frame = st.sub.launch(&self.inputs, &[]);
         let found = loop {
-            kernels.enqueue_kernels(
-                Some(&self.inputs[st.sub.slot]),
-                st.sub.width,
-                st.sub.height,
-                &[],
-                &mut st.events,
-            )?;
+            kernels.enqueue(frame, &mut st.events)?;
             if let Some(found) = read_results(kernels, &mut st.events)? {
                 break found;
             }
