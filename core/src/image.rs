@@ -64,6 +64,16 @@ pub fn check_dimensions(width: usize, height: usize) -> Result<usize, ImageError
     Ok(pixels)
 }
 
+/// Luminance of one RGB pixel, `round(0.299 R + 0.587 G + 0.114 B)` (ITU-R BT.601 weights)
+/// computed exactly in integers: the conversion every front end (image files, ROS messages)
+/// uses, so a colour frame gives the same gray pixels wherever it enters.
+#[inline]
+pub fn luminance(r: u8, g: u8, b: u8) -> u8 {
+    let y = (299 * u32::from(r) + 587 * u32::from(g) + 114 * u32::from(b) + 500) / 1000;
+    // 299 + 587 + 114 = 1000, so y <= (1000 * 255 + 500) / 1000 = 255.
+    y as u8
+}
+
 /// A row-major, tightly packed 8-bit grayscale image borrowed from the caller.
 #[derive(Debug, Clone, Copy)]
 pub struct GrayImage<'a> {

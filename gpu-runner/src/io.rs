@@ -37,13 +37,7 @@ impl OwnedGray {
     }
 }
 
-/// Converts one RGB pixel to luminance, rounded to nearest (integer arithmetic, see module docs).
-#[inline]
-pub fn luminance(r: u8, g: u8, b: u8) -> u8 {
-    let y = (299 * u32::from(r) + 587 * u32::from(g) + 114 * u32::from(b) + 500) / 1000;
-    // 299 + 587 + 114 = 1000, so y <= 255.
-    y as u8
-}
+pub use surfcl_core::image::luminance;
 
 /// Converts a decoded image of any colour type to 8-bit luminance.
 pub fn to_luminance(image: DynamicImage) -> OwnedGray {
