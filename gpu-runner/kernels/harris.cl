@@ -260,32 +260,4 @@ __kernel void harris_nms(__global const float* resp, int width, int height, int 
     keys[slot] = harris_key(v, y, x);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Strongest N: a candidate's rank is the number of smaller keys (keys are unique: one per
-// pixel), counted over tiles of keys in local memory; the kept ones land at their rank, sorted,
-// whatever order the atomic append produced.
-__kernel void harris_select(__global const uint* cand, __global const ulong* keys,
-                            uint capacity, uint max_keypoints, __global uint* result,
-                            __local ulong* tile) {
-    uint n = min(result[H_CANDIDATES], capacity);
-    uint lsz = get_local_size(0);
-    uint lid = get_local_id(0);
-    uint i = get_global_id(0);
-    // Uniform per work-group: whole groups past the candidates leave before any barrier.
-    if (get_group_id(0) * lsz >= n) return;
-    ulong mine = i < n ? keys[i] : 0ul;
-    uint rank = 0u;
-    for (uint base = 0u; base < n; base += lsz) {
-        uint j = base + lid;
-        tile[lid] = j < n ? keys[j] : ~0ul;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint count = min(lsz, n - base);
-        for (uint q = 0u; q < count; ++q) rank += tile[q] < mine ? 1u : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (i < n && rank < max_keypoints) {
-        __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
-        __global const uint* src = cand + (size_t)i * KP_WORDS;
-        for (int q = 0; q < KP_WORDS; ++q) dst[q] = src[q];
-    }
-}
+// The strongest N are selected by select.cl (shared with SURF) from `cand` and `keys`.

@@ -502,53 +502,7 @@ __kernel void nms_packed(__global const uint* ii, int w, int h, int octaves, int
     refine_and_append(v, oc, interval, sy, sx, step, laplacian, cand, keys, capacity, result);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Strongest-N selection: the rank of a candidate is the number of candidates with a smaller
-// key (keys are unique: one candidate per sample). Work-group g counts, for its block of
-// candidates, the smaller keys in slice g % slices of all keys (streamed through local memory
-// in tiles) and adds the count to rank[i] atomically: (blocks x slices) groups keep the device
-// busy even for a few thousand candidates. `select_scatter` then moves the kept candidates to
-// their rank (already sorted) and clears `rank` for the next frame (it is zero at creation).
-__kernel void select_strongest(__global const uint* cand, __global const ulong* keys,
-                               uint capacity, uint max_keypoints, __global uint* result,
-                               __global uint* rank, uint slices, __local ulong* tile) {
-    uint n = min(result[H_CANDIDATES], capacity);
-    uint lsz = get_local_size(0);
-    uint lid = get_local_id(0);
-    uint g = get_group_id(0);
-    uint slice = g % slices, block = g / slices;
-    // Uniform per work-group: whole groups past the candidates leave before any barrier.
-    if (block * lsz >= n) return;
-    uint i = block * lsz + lid;
-    ulong mine = i < n ? keys[i] : 0ul;
-    uint slice_len = (n + slices - 1u) / slices;
-    uint begin = min(n, slice * slice_len);
-    uint end = min(n, begin + slice_len);
-    uint smaller = 0u;
-    for (uint base = begin; base < end; base += lsz) {
-        uint j = base + lid;
-        tile[lid] = j < end ? keys[j] : ~0ul;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        uint count = min(lsz, end - base);
-        for (uint k = 0u; k < count; ++k) smaller += tile[k] < mine ? 1u : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (i < n && smaller > 0u) atomic_add(&rank[i], smaller);
-}
-
-__kernel void select_scatter(__global const uint* cand, uint capacity, uint max_keypoints,
-                             __global uint* result, __global uint* rank) {
-    uint n = min(result[H_CANDIDATES], capacity);
-    uint i = get_global_id(0);
-    if (i >= n) return;
-    uint r = rank[i];
-    rank[i] = 0u;
-    if (r < max_keypoints) {
-        __global uint* dst = result + HEADER_WORDS + (size_t)r * RECORD_WORDS;
-        __global const uint* src = cand + (size_t)i * KP_WORDS;
-        for (int k = 0; k < KP_WORDS; ++k) dst[k] = src[k];
-    }
-}
+// The strongest N are selected by select.cl (shared with Harris) from `cand` and `keys`.
 
 // ---------------------------------------------------------------------------------------------
 // Orientation and descriptor

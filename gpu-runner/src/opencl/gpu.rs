@@ -146,20 +146,6 @@ impl Gpu {
             .map_err(|e| fail(e.to_string()))
     }
 
-    /// A `u32` device buffer of `len` zeros.
-    pub(crate) fn zeroed_u32(
-        &self,
-        what: &'static str,
-        len: usize,
-    ) -> Result<Buffer<u32>, OpenClError> {
-        let buf = self.buffer::<u32>(what, len, MemFlags::new().read_write())?;
-        buf.cmd()
-            .fill(0u32, None)
-            .enq()
-            .map_err(OpenClError::runtime("clear buffer"))?;
-        Ok(buf)
-    }
-
     /// A read-only device buffer holding `data`.
     pub(crate) fn constant<T: OclPrm>(
         &self,

@@ -14,8 +14,8 @@
 //!    tile's largest response folded into the header by one `atomic_max` per work-group;
 //! 3. `harris_nms`: threshold (absolute, or relative to that max), the 5x5 NMS in spiral order
 //!    with early exit, the sub-pixel parabola, and an atomic append of candidates;
-//! 4. `harris_select`: each candidate's rank in `Keypoint::rank_cmp` order (count of smaller
-//!    64-bit keys); the strongest `max_keypoints` land at their rank, sorted;
+//! 4. the strongest-N selection shared with SURF (`strongest.rs`: a merge sort of the 64-bit
+//!    `Keypoint::rank_cmp` keys); the strongest `max_keypoints` land in the result, sorted;
 //! 5. from `kernels/surf.cl` (built into this pipeline's own program object): `integral_rows`,
 //!    `integral_cols` (the integral image the descriptor samples, `frame::IntegralKernels`) and
 //!    `descriptor` (upright).
@@ -40,6 +40,7 @@ use super::frame::{
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS};
+use super::strongest::{self, StrongestN};
 
 const HARRIS_CL: &str = include_str!("../../kernels/harris.cl");
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
@@ -117,14 +118,13 @@ pub struct HarrisPipeline {
     io: FrameIo,
     config: HarrisPipelineConfig,
     tile_items: usize,
-    select_local: usize,
     nms_local: usize,
     groups: usize,
     response: Buffer<f32>,
     k_gradients: Kernel,
     k_response: Kernel,
     k_nms: Kernel,
-    k_select: Kernel,
+    select: StrongestN,
     describe: Option<Describe>,
     last_stats: HarrisFrameStats,
 }
@@ -245,21 +245,7 @@ impl HarrisPipeline {
             .arg(result)
             .build()
             .map_err(err("kernel harris_nms"))?;
-        // The select kernel keeps one tile of 64-bit keys (one per work-item, 2 words) in
-        // local memory.
-        let select_local = gpu.fit_local(config.local_size.unwrap_or(256).max(1), 2);
-        let build_select = |tile: usize| {
-            gpu.kernel(&program, "harris_select")
-                .arg(&cand)
-                .arg(&keys)
-                .arg(cap)
-                .arg(n as u32)
-                .arg(result)
-                .arg_local::<u64>(tile)
-                .build()
-                .map_err(err("kernel harris_select"))
-        };
-        let (k_select, select_local) = gpu.kernel_fitting(select_local, build_select)?;
+        let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         // surf.cl's kernels, in this pipeline's own program object with its own buffers.
         let describe = if config.describe {
             let program = gpu.program("surf.cl", SURF_CL, &[])?;
@@ -282,7 +268,7 @@ impl HarrisPipeline {
             pixels,
             16 * pixels,
             4 * integral_len,
-            4 * cand_capacity * KP_WORDS + 8 * cand_capacity,
+            (4 * KP_WORDS + 8 + strongest::BYTES_PER_CANDIDATE) * cand_capacity,
             4 * result.len(),
         ]
         .iter()
@@ -294,14 +280,13 @@ impl HarrisPipeline {
             io,
             config,
             tile_items,
-            select_local,
             nms_local,
             groups,
             response,
             k_gradients,
             k_response,
             k_nms,
-            k_select,
+            select,
             describe,
             last_stats: HarrisFrameStats::default(),
         })
@@ -410,10 +395,12 @@ impl DetectorKernels for HarrisPipeline {
         run("harris_response", &self.k_response, tiles * tile, tile)?;
         run("harris_nms", &self.k_nms, w * h, self.nms_local)?;
         let bound = (w.div_ceil(3) * h.div_ceil(3)).min(self.io.candidate_capacity);
-        run("harris_select", &self.k_select, bound, self.select_local)?;
+        self.select.enqueue(bound, events)?;
         if let Some(d) = &self.describe {
+            let mut ev = Event::empty();
             let items = self.groups * d.descriptor_local;
-            run("descriptor", &d.descriptor, items, d.descriptor_local)?;
+            launch_after(&d.descriptor, items, d.descriptor_local, &[], &mut ev)?;
+            events.push(("descriptor", ev));
         }
         Ok(())
     }

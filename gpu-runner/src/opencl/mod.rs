@@ -27,6 +27,7 @@ mod matcher;
 mod pipeline;
 mod record;
 mod stream;
+mod strongest;
 
 pub use backend::OpenClBackend;
 pub use frame::{DetectOutput, Detector, DetectorConfig};

@@ -2,7 +2,7 @@
 //!
 //! A [`Pipeline`] is made once for a device, a maximum frame size, the SURF parameters and a
 //! keypoint capacity, and reused for every frame: every device buffer is allocated at creation,
-//! so a frame costs one upload, eight kernels on one in-order queue (no host synchronisation in
+//! so a frame costs one upload, a dozen kernel launches on one in-order queue (no host synchronisation in
 //! between) and normally one readback of the header, keypoints and descriptors together. The
 //! upload, readback and output are the shared plumbing of `frame.rs`.
 //!
@@ -14,9 +14,9 @@
 //! 3. `nms_f32` or `nms_packed`: threshold, 3x3x3 NMS (packed: screening on the codes, then an
 //!    exact recompute of the 27 responses), the sub-pixel fit, and an atomic append into the
 //!    candidate buffer;
-//! 4. `select_strongest`, `select_scatter`: each candidate's rank in the total order of
-//!    `Keypoint::rank_cmp` (count of smaller 64-bit keys, split over slices of the keys and
-//!    added atomically); the strongest `max_keypoints` land at their rank, sorted;
+//! 4. `sort_runs`, `merge_runs`, `scatter_kept` (`strongest.rs`, shared with Harris): the
+//!    candidates sorted by their 64-bit `Keypoint::rank_cmp` keys in `O(n log^2 n)`, the
+//!    strongest `max_keypoints` copied to the result in that order;
 //! 5. `orientation` (unless upright) and `descriptor`: one work-group per keypoint.
 //!
 //! Candidates per frame are at most `sum over octaves of ceil(gw/2) * ceil(gh/2)`: two strict
@@ -42,8 +42,14 @@ use super::frame::{
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
+use super::strongest::{self, StrongestN};
 
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
+
+/// The candidate buffers' entry of [`Pipeline::device_memory`], and their bytes per candidate:
+/// the record, the rank key and the selection's sort buffers.
+const CANDIDATE_MEMORY: &str = "candidates + keys + sort";
+const CANDIDATE_BYTES: usize = 4 * KP_WORDS + 8 + strongest::BYTES_PER_CANDIDATE;
 
 /// What a [`Pipeline`] is made for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -107,7 +113,6 @@ fn orientation_table() -> Vec<f32> {
 struct LocalSizes {
     hessian: usize,
     nms: usize,
-    select: usize,
     orientation: usize,
     descriptor: usize,
 }
@@ -119,7 +124,7 @@ pub struct Pipeline {
     config: PipelineConfig,
     cand: Buffer<u32>,
     keys: Buffer<u64>,
-    rank: Buffer<u32>,
+    select: StrongestN,
     groups: usize,
     local: LocalSizes,
     integral: Buffer<u32>,
@@ -128,12 +133,8 @@ pub struct Pipeline {
     k_integral: IntegralKernels,
     k_hessian: Kernel,
     k_nms: Kernel,
-    k_select: Kernel,
-    k_scatter: Kernel,
     k_orientation: Kernel,
     k_descriptor: Kernel,
-    /// Candidates of the last frame (sizes the select kernel's slices).
-    last_found: usize,
     memory: Vec<(&'static str, u64)>,
 }
 
@@ -178,7 +179,6 @@ impl Pipeline {
         let ori = gpu.constant("orientation table", &ori_host)?;
         let cand = gpu.buffer::<u32>("candidates", cand_capacity * KP_WORDS, rw)?;
         let keys = gpu.buffer::<u64>("candidate keys", cand_capacity, rw)?;
-        let rank = gpu.zeroed_u32("candidate ranks", cand_capacity)?;
 
         let program = gpu.program("surf.cl", SURF_CL, &[])?;
         let build = |name: &'static str| gpu.kernel(&program, name);
@@ -237,30 +237,7 @@ impl Pipeline {
         };
         let defaults = config.local_size.is_none();
         let wanted = config.local_size.unwrap_or(64).max(1);
-        // The select kernel keeps one tile of 64-bit keys in local memory (2 words each).
-        let select_local = gpu.fit_local(wanted, 2);
-        let build_select = |tile: usize| {
-            build("select_strongest")
-                .arg(&cand)
-                .arg(&keys)
-                .arg(cap)
-                .arg(nk)
-                .arg(result)
-                .arg(&rank)
-                .arg(8u32)
-                .arg_local::<u64>(tile)
-                .build()
-                .map_err(err("kernel select_strongest"))
-        };
-        let (k_select, select_size) = gpu.kernel_fitting(select_local, build_select)?;
-        let k_scatter = build("select_scatter")
-            .arg(&cand)
-            .arg(cap)
-            .arg(nk)
-            .arg(result)
-            .arg(&rank)
-            .build()
-            .map_err(err("kernel select_scatter"))?;
+        let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         let k_orientation = build("orientation")
             .arg(&integral)
             .arg(w0)
@@ -279,7 +256,6 @@ impl Pipeline {
         let local = LocalSizes {
             hessian: gpu.local_size(&k_hessian, per_kp),
             nms: gpu.local_size(&k_nms, per_kp),
-            select: select_size,
             orientation: gpu.local_size(&k_orientation, per_kp),
             descriptor: gpu.local_size(&k_descriptor, per_kp),
         };
@@ -303,10 +279,7 @@ impl Pipeline {
                 },
             ),
             ("tables", (4 * 24 + 4 * 128 + 4 * ori_host.len()) as u64),
-            (
-                "candidates + keys + ranks",
-                ((4 * KP_WORDS + 8 + 4) * cand_capacity) as u64,
-            ),
+            (CANDIDATE_MEMORY, (CANDIDATE_BYTES * cand_capacity) as u64),
             ("keypoints + descriptors", 4 * io.result.len() as u64),
         ];
         io.candidate_capacity = cand_capacity;
@@ -316,7 +289,7 @@ impl Pipeline {
             config,
             cand,
             keys,
-            rank,
+            select,
             groups,
             local,
             integral,
@@ -325,11 +298,8 @@ impl Pipeline {
             k_integral,
             k_hessian,
             k_nms,
-            k_select,
-            k_scatter,
             k_orientation,
             k_descriptor,
-            last_found: 0,
             memory,
         })
     }
@@ -405,34 +375,26 @@ impl Pipeline {
         let rw = MemFlags::new().read_write();
         let cand = gpu.buffer::<u32>("candidates", cap * KP_WORDS, rw)?;
         let keys = gpu.buffer::<u64>("candidate keys", cap, rw)?;
-        let rank = gpu.zeroed_u32("candidate ranks", cap)?;
         let nms_at = if self.config.surf.precision == Precision::Packed8 {
             8
         } else {
             7
         };
         let c = cap as u32;
-        let set = |k: &Kernel, at: usize| {
-            k.set_arg(at, &cand)
-                .and_then(|_| k.set_arg(at + 1, &keys))
-                .and_then(|_| k.set_arg(at + 2, c))
-        };
-        set(&self.k_nms, nms_at)
-            .and_then(|_| set(&self.k_select, 0))
-            .and_then(|_| self.k_select.set_arg(5, &rank))
-            .and_then(|_| self.k_scatter.set_arg(0, &cand))
-            .and_then(|_| self.k_scatter.set_arg(1, c))
-            .and_then(|_| self.k_scatter.set_arg(4, &rank))
+        self.k_nms
+            .set_arg(nms_at, &cand)
+            .and_then(|_| self.k_nms.set_arg(nms_at + 1, &keys))
+            .and_then(|_| self.k_nms.set_arg(nms_at + 2, c))
             .and_then(|_| self.k_orientation.set_arg(3, c))
             .and_then(|_| self.k_descriptor.set_arg(3, c))
             .map_err(OpenClError::runtime("set kernel arguments"))?;
+        self.select.point_at(gpu, &cand, &keys, cap)?;
         self.cand = cand;
         self.keys = keys;
-        self.rank = rank;
         self.io.candidate_capacity = cap;
         for m in &mut self.memory {
-            if m.0 == "candidates + keys + ranks" {
-                m.1 = ((4 * KP_WORDS + 8 + 4) * cap) as u64;
+            if m.0 == CANDIDATE_MEMORY {
+                m.1 = (CANDIDATE_BYTES * cap) as u64;
             }
         }
         self.io.device_bytes = self.memory.iter().map(|(_, b)| b).sum();
@@ -504,38 +466,34 @@ impl DetectorKernels for Pipeline {
         if grids.total == 0 {
             return Ok(());
         }
-        let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
-            let mut ev = Event::empty();
-            launch_after(kernel, global, local, &[], &mut ev)?;
-            events.push((name, ev));
-            Ok::<(), OpenClError>(())
-        };
         let l = self.local;
         let (hn, nn) = if surf.precision == Precision::Packed8 {
             ("hessian_packed", "nms_packed")
         } else {
             ("hessian_f32", "nms_f32")
         };
-        run(hn, &self.k_hessian, grids.total, l.hessian)?;
-        run(nn, &self.k_nms, 2 * grids.total, l.nms)?;
+        launch(events, hn, &self.k_hessian, grids.total, l.hessian)?;
+        launch(events, nn, &self.k_nms, 2 * grids.total, l.nms)?;
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
-        // Slices per candidate block: enough groups for ~4 per compute unit at the last
-        // frame's candidate count (the result does not depend on it).
-        let cus = self.io.gpu.selected.info.compute_units.max(1) as usize;
-        let blocks = self.last_found.div_ceil(l.select).max(1);
-        let slices = (4 * cus).div_ceil(blocks).clamp(1, 64);
-        self.k_select
-            .set_arg(6, slices as u32)
-            .map_err(OpenClError::runtime("set kernel arguments"))?;
-        let select_items = cand_bound.div_ceil(l.select) * slices * l.select;
-        run("select", &self.k_select, select_items, l.select)?;
-        run("select", &self.k_scatter, cand_bound, l.select)?;
+        self.select.enqueue(cand_bound, events)?;
         if !surf.upright {
             let items = self.groups * l.orientation;
-            run("orientation", &self.k_orientation, items, l.orientation)?;
+            launch(
+                events,
+                "orientation",
+                &self.k_orientation,
+                items,
+                l.orientation,
+            )?;
         }
         let items = self.groups * l.descriptor;
-        run("descriptor", &self.k_descriptor, items, l.descriptor)
+        launch(
+            events,
+            "descriptor",
+            &self.k_descriptor,
+            items,
+            l.descriptor,
+        )
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
@@ -544,7 +502,6 @@ impl DetectorKernels for Pipeline {
             self.grow_candidates(found)?;
             return Ok(false);
         }
-        self.last_found = found;
         Ok(true)
     }
 
@@ -573,6 +530,20 @@ impl<'b> CandidateArgs<'b> {
             .arg(self.capacity)
             .arg(self.result)
     }
+}
+
+/// Enqueues `kernel` over `global` work-items (in groups of `local`) and records it as `name`.
+fn launch(
+    events: &mut Events,
+    name: &'static str,
+    kernel: &Kernel,
+    global: usize,
+    local: usize,
+) -> Result<(), OpenClError> {
+    let mut ev = Event::empty();
+    launch_after(kernel, global, local, &[], &mut ev)?;
+    events.push((name, ev));
+    Ok(())
 }
 
 /// The first `len` elements of a device buffer (an extra blocking readback; for tests).
