@@ -3,14 +3,18 @@
 // A detector's NMS appends its candidates in any order: KP_WORDS words each in `cand`, and a
 // 64-bit key in `keys` whose ascending order is `Keypoint::rank_cmp` (strongest first). Keys are
 // unique (they end with the candidate's position), so sorting them gives one order whatever the
-// order of the appends. The sort is a merge sort in O(n log^2 n) work and no host round trip:
-//   sort_runs   sorts runs of the work-group size in local memory (bitonic network);
-//   merge_runs  merges pairs of sorted runs of `width`: every key lands at its own position in
-//               its run plus the number of smaller keys in the partner run (a binary search);
-//               the host launches it for width = run, 2 run, 4 run, ... below the candidate
-//               bound, and a pass whose partner runs are empty only copies;
+// order of the appends. No host round trip:
+//   sort_runs    sorts runs of RUN_PER_ITEM keys per work-item in local memory (bitonic);
+// then, when the candidate bound spans few runs (the usual frame: two launches in all),
+//   rank_runs    ranks every key by binary searches in the other runs and copies the kept
+//                records to their rank;
+// and otherwise a merge sort, O(n log^2 n):
+//   merge_runs   merges pairs of sorted runs of `width`: every key lands at its own position in
+//                its run plus the number of smaller keys in the partner run; the host launches
+//                it for width = run, 2 run, 4 run, ... below the candidate bound (a pass whose
+//                partner runs are empty only copies);
 //   scatter_kept copies the records of the first min(n, max_keypoints) sorted candidates to
-//               the result, strongest first.
+//                the result, strongest first.
 // n, the candidate count, is read on the device from the result header; work-items past it
 // leave at once. The layout names come from the host as -D options (record.rs).
 #pragma OPENCL FP_CONTRACT OFF
@@ -24,42 +28,84 @@ inline bool before(ulong ka, uint ia, ulong kb, uint ib) {
     return ka < kb || (ka == kb && ia < ib);
 }
 
-// Sorts keys[base .. base + lsz) (the part below n) in place and writes the candidate index of
-// each sorted key to idx. The group size is a power of two.
+// Copies candidate i's record to the result's record `rank`.
+inline void copy_record(__global const uint* cand, uint i, __global uint* result, uint rank) {
+    __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
+    __global const uint* src = cand + (size_t)i * KP_WORDS;
+    for (int k = 0; k < KP_WORDS; ++k) dst[k] = src[k];
+}
+
+// Sorts keys[base .. base + run) (the part below n) in place, run = RUN_PER_ITEM keys per
+// work-item (a power of two), and writes the candidate index of each sorted key to idx.
 __kernel void sort_runs(__global ulong* keys, __global uint* idx, uint capacity,
                         __global const uint* result, __local ulong* lk, __local uint* li) {
     uint n = candidate_count(result, capacity);
     uint lsz = get_local_size(0);
     uint lid = get_local_id(0);
-    uint base = get_group_id(0) * lsz;
+    uint run = lsz * RUN_PER_ITEM;
+    uint base = get_group_id(0) * run;
     // Uniform per work-group: whole groups past the candidates leave before any barrier.
     if (base >= n) return;
-    uint p = base + lid;
-    // Padding past n sorts last: the largest key, and indices past every real one.
-    lk[lid] = p < n ? keys[p] : ~0ul;
-    li[lid] = p;
+    for (uint t = lid; t < run; t += lsz) {
+        uint p = base + t;
+        // Padding past n sorts last: the largest key, and indices past every real one.
+        lk[t] = p < n ? keys[p] : ~0ul;
+        li[t] = p;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint k = 2u; k <= lsz; k <<= 1) {
+    // Bitonic network; comparator c joins i (bit j clear) and i + j, ascending where bit k of i
+    // is clear.
+    for (uint k = 2u; k <= run; k <<= 1) {
         for (uint j = k >> 1; j > 0u; j >>= 1) {
-            uint q = lid ^ j;
-            if (q > lid) {
-                ulong a = lk[lid], b = lk[q];
-                uint ia = li[lid], ib = li[q];
-                bool ascending = (lid & k) == 0u;
-                if (before(b, ib, a, ia) == ascending) {
-                    lk[lid] = b;
+            for (uint c = lid; c < run / 2u; c += lsz) {
+                uint i = 2u * c - (c & (j - 1u));
+                uint q = i + j;
+                ulong a = lk[i], b = lk[q];
+                uint ia = li[i], ib = li[q];
+                if (before(b, ib, a, ia) == ((i & k) == 0u)) {
+                    lk[i] = b;
                     lk[q] = a;
-                    li[lid] = ib;
+                    li[i] = ib;
                     li[q] = ia;
                 }
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
-    if (p < n) {
-        keys[p] = lk[lid];
-        idx[p] = li[lid];
+    for (uint t = lid; t < run; t += lsz) {
+        uint p = base + t;
+        if (p < n) {
+            keys[p] = lk[t];
+            idx[p] = li[t];
+        }
     }
+}
+
+// Smaller keys in keys[lo .. hi) (sorted; keys are unique, so "smaller" and "not larger" agree).
+inline uint smaller_in(__global const ulong* keys, uint lo, uint hi, ulong key) {
+    uint a = lo, b = hi;
+    while (a < b) {
+        uint m = a + (b - a) / 2u;
+        if (keys[m] < key) a = m + 1u;
+        else b = m;
+    }
+    return a - lo;
+}
+
+// Few runs (the usual frame): every key's rank is its position in its run plus the smaller
+// keys of every other run; the kept records go straight to their rank. O(n runs log run).
+__kernel void rank_runs(__global const ulong* keys, __global const uint* idx,
+                        __global const uint* cand, uint capacity, uint max_keypoints,
+                        __global uint* result, uint run) {
+    uint n = candidate_count(result, capacity);
+    uint p = get_global_id(0);
+    if (p >= n) return;
+    ulong mine = keys[p];
+    uint own = p / run * run;
+    uint rank = p - own;
+    for (uint lo = 0u; lo < n && rank < max_keypoints; lo += run)
+        if (lo != own) rank += smaller_in(keys, lo, min(lo + run, n), mine);
+    if (rank < max_keypoints) copy_record(cand, idx[p], result, rank);
 }
 
 __kernel void merge_runs(__global const ulong* keys_in, __global const uint* idx_in,
@@ -75,14 +121,7 @@ __kernel void merge_runs(__global const ulong* keys_in, __global const uint* idx
     uint partner = (run ^ 1u) * width;
     uint lo = min(partner, n);
     uint hi = min(partner + width, n);  // candidates are far below 2^31: no overflow
-    // Smaller keys in the partner run (keys are unique, so "smaller" and "not larger" agree).
-    uint a = lo, b = hi;
-    while (a < b) {
-        uint m = a + (b - a) / 2u;
-        if (keys_in[m] < mine) a = m + 1u;
-        else b = m;
-    }
-    uint out = first + (p - own) + (a - lo);
+    uint out = first + (p - own) + smaller_in(keys_in, lo, hi, mine);
     keys_out[out] = mine;
     idx_out[out] = idx_in[p];
 }
@@ -91,7 +130,5 @@ __kernel void scatter_kept(__global const uint* cand, __global const uint* idx, 
                            uint max_keypoints, __global uint* result) {
     uint r = get_global_id(0);
     if (r >= min(candidate_count(result, capacity), max_keypoints)) return;
-    __global uint* dst = result + HEADER_WORDS + (size_t)r * RECORD_WORDS;
-    __global const uint* src = cand + (size_t)idx[r] * KP_WORDS;
-    for (int k = 0; k < KP_WORDS; ++k) dst[k] = src[k];
+    copy_record(cand, idx[r], result, r);
 }

@@ -44,31 +44,48 @@ fn stage_ms(out: &DetectOutput, name: &str) -> f64 {
     ms
 }
 
-/// Checks a warm frame (the candidate buffer already grown) against the CPU keypoints and the
-/// selection time against the response stage's.
-fn check(out: &DetectOutput, cpu: &[Keypoint], dropped: usize, response_stage: &str) {
-    assert!(
-        out.candidates > 100_000,
-        "the grid must give many candidates, got {}",
-        out.candidates
-    );
-    assert_eq!(out.keypoints.len(), MAX_KEYPOINTS);
-    assert_eq!(out.keypoints, cpu);
-    assert_eq!(out.dropped, dropped);
-    let (select, response) = (stage_ms(out, "select"), stage_ms(out, response_stage));
+/// Checks warm frames (the candidate buffer already grown) against the CPU keypoints, and the
+/// selection time against the response stage's (the fastest of the frames for both: a busy
+/// machine only slows a stage down).
+fn check(
+    mut detect: impl FnMut() -> DetectOutput,
+    cpu: &[Keypoint],
+    dropped: usize,
+    response_stage: &str,
+) {
+    let (mut select, mut response) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        let out = detect();
+        assert!(
+            out.candidates > 100_000,
+            "the grid must give many candidates, got {}",
+            out.candidates
+        );
+        assert_eq!(out.keypoints.len(), MAX_KEYPOINTS);
+        assert_eq!(out.keypoints, cpu);
+        assert_eq!(out.dropped, dropped);
+        select = select.min(stage_ms(&out, "select"));
+        response = response.min(stage_ms(&out, response_stage));
+    }
     assert!(
         select < response,
-        "selecting {MAX_KEYPOINTS} of {} candidates took {select:.1} ms, more than the \
-         {response_stage} stage ({response:.1} ms): the selection does not scale like a sort",
-        out.candidates
+        "selecting {MAX_KEYPOINTS} keypoints took {select:.1} ms, more than the {response_stage} \
+         stage ({response:.1} ms): the selection does not scale like a sort"
     );
 }
 
+/// One test for both detectors: they run one after the other, never beside each other on the
+/// device (the time comparison is within one frame, and another test's kernels would skew it).
 #[test]
-fn surf_selection_of_a_dense_grid_matches_the_cpu_and_scales() {
+fn selection_of_a_dense_grid_matches_the_cpu_and_scales() {
     require_opencl();
     let px = dense_dots();
-    let img = GrayImage::new(&px, W, H).unwrap();
+    surf_selection(&px);
+    harris_selection(&px);
+}
+
+fn surf_selection(px: &[u8]) {
+    let img = GrayImage::new(px, W, H).unwrap();
     // Upright: the CPU reference here is detection alone (orientation is tested elsewhere).
     let config = SurfConfig {
         upright: true,
@@ -94,15 +111,12 @@ fn surf_selection_of_a_dense_grid_matches_the_cpu_and_scales() {
     )
     .unwrap();
     gpu.detect(&img).unwrap();
-    let warm = gpu.detect(&img).unwrap();
-    check(&warm, sink.points(), stats.dropped, "hessian_f32");
+    let detect = || gpu.detect(&img).unwrap();
+    check(detect, sink.points(), stats.dropped, "hessian_f32");
 }
 
-#[test]
-fn harris_selection_of_a_dense_grid_matches_the_cpu_and_scales() {
-    require_opencl();
-    let px = dense_dots();
-    let img = GrayImage::new(&px, W, H).unwrap();
+fn harris_selection(px: &[u8]) {
+    let img = GrayImage::new(px, W, H).unwrap();
     let config = HarrisConfig::default();
     let mut scratch = vec![0i32; harris::scratch_len(W, H).unwrap()];
     let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
@@ -119,6 +133,6 @@ fn harris_selection_of_a_dense_grid_matches_the_cpu_and_scales() {
     )
     .unwrap();
     gpu.detect(&img).unwrap();
-    let warm = gpu.detect(&img).unwrap();
-    check(&warm, sink.points(), stats.dropped, "harris_response");
+    let detect = || gpu.detect(&img).unwrap();
+    check(detect, sink.points(), stats.dropped, "harris_response");
 }

@@ -2,10 +2,12 @@
 //! candidates' 64-bit rank keys on the device, then a copy of the first `max_keypoints` records
 //! into the result, strongest first.
 //!
-//! The sort is `O(n log^2 n)` work for `n` candidates (runs sorted in local memory, then
-//! `log2(bound / run)` merge passes, each a binary search per key), all on the device: the number
-//! of passes follows the frame's candidate bound, which the host knows, and the count itself is
-//! read on the device. Keys are unique, so the order is the core's `Keypoint::rank_cmp` order
+//! Runs of candidates are sorted in local memory first. A frame whose candidate bound spans at
+//! most [`RANK_RUNS_MAX`] runs (the usual frame) is then done in one more launch: every key's
+//! rank is found by binary searches in the other runs. Larger frames are merge-sorted:
+//! `log2(bound / run)` passes, each a binary search per key, `O(n log^2 n)` in all. Everything
+//! runs on the device: the launches follow the frame's candidate bound, which the host knows, and
+//! the count itself is read on the device. Keys are unique, so the order is the core's `Keypoint::rank_cmp` order
 //! whatever order the candidates were appended in.
 
 use ocl::flags::MemFlags;
@@ -18,16 +20,22 @@ use super::gpu::Gpu;
 
 const SELECT_CL: &str = include_str!("../../kernels/select.cl");
 
+/// Keys each work-item of `sort_runs` sorts (a run is this many times the work-group size).
+const RUN_PER_ITEM: usize = 4;
+/// The most runs `rank_runs` searches (above that, the merge passes cost less).
+pub(crate) const RANK_RUNS_MAX: usize = 32;
+
 /// The selection kernels of one detector, over its candidate buffers and result.
 #[derive(Debug)]
 pub(crate) struct StrongestN {
     sort: Kernel,
+    rank: Kernel,
     merge_to_b: Kernel,
     merge_to_a: Kernel,
     scatter: Kernel,
     buffers: MergeBuffers,
-    /// Keys per run sorted in local memory (the sort's work-group size, a power of two).
-    run: usize,
+    /// Work-items of the sort (a power of two); a run is `RUN_PER_ITEM` times as many keys.
+    sort_items: usize,
     /// Work-group size of the merge and scatter kernels (one work-item per key or record).
     items: usize,
     max_keypoints: usize,
@@ -67,28 +75,40 @@ impl StrongestN {
         capacity: usize,
         wanted: Option<usize>,
     ) -> Result<Self, OpenClError> {
-        let program = gpu.program("select.cl", SELECT_CL, &[])?;
+        let program = gpu.program("select.cl", SELECT_CL, &[("RUN_PER_ITEM", RUN_PER_ITEM)])?;
         let buffers = MergeBuffers::new(gpu, capacity)?;
         let cap = capacity as u32;
-        // A local key and index per work-item; the bitonic network wants a power of two.
-        let mut run = pow2_floor(gpu.fit_local(wanted.unwrap_or(256).max(1), 3));
-        let build_sort = |run: usize| {
+        // Local keys and indices (3 words each) per work-item; the bitonic network wants a power
+        // of two.
+        let mut items = pow2_floor(gpu.fit_local(wanted.unwrap_or(256).max(1), 3 * RUN_PER_ITEM));
+        let build_sort = |items: usize| {
             gpu.kernel(&program, "sort_runs")
                 .arg(keys)
                 .arg(&buffers.idx_a)
                 .arg(cap)
                 .arg(&io.result)
-                .arg_local::<u64>(run)
-                .arg_local::<u32>(run)
+                .arg_local::<u64>(items * RUN_PER_ITEM)
+                .arg_local::<u32>(items * RUN_PER_ITEM)
                 .build()
                 .map_err(OpenClError::runtime("kernel sort_runs"))
         };
-        let mut sort = build_sort(run)?;
-        let allowed = gpu.local_size(&sort, run);
-        if allowed < run {
-            run = pow2_floor(allowed);
-            sort = build_sort(run)?;
+        let mut sort = build_sort(items)?;
+        let allowed = gpu.local_size(&sort, items);
+        if allowed < items {
+            items = pow2_floor(allowed);
+            sort = build_sort(items)?;
         }
+        let rank = gpu
+            .kernel(&program, "rank_runs")
+            .arg(keys)
+            .arg(&buffers.idx_a)
+            .arg(cand)
+            .arg(cap)
+            .arg(io.max_keypoints as u32)
+            .arg(&io.result)
+            .arg((items * RUN_PER_ITEM) as u32)
+            .build()
+            .map_err(OpenClError::runtime("kernel rank_runs"))?;
         let merge = |from: (&Buffer<u64>, &Buffer<u32>), to: (&Buffer<u64>, &Buffer<u32>)| {
             gpu.kernel(&program, "merge_runs")
                 .arg(from.0)
@@ -116,11 +136,12 @@ impl StrongestN {
         Ok(Self {
             items: gpu.local_size(&merge_to_b, 64),
             sort,
+            rank,
             merge_to_b,
             merge_to_a,
             scatter,
             buffers,
-            run,
+            sort_items: items,
             max_keypoints: io.max_keypoints,
         })
     }
@@ -151,6 +172,10 @@ impl StrongestN {
             .and_then(|_| self.sort.set_arg(2, cap))
             .and_then(|_| set_merge(&self.merge_to_b, a, b))
             .and_then(|_| set_merge(&self.merge_to_a, b, a))
+            .and_then(|_| self.rank.set_arg(0, keys))
+            .and_then(|_| self.rank.set_arg(1, &buffers.idx_a))
+            .and_then(|_| self.rank.set_arg(2, cand))
+            .and_then(|_| self.rank.set_arg(3, cap))
             .and_then(|_| self.scatter.set_arg(0, cand))
             .and_then(|_| self.scatter.set_arg(2, cap))
             .map_err(OpenClError::runtime("set selection arguments"))?;
@@ -166,8 +191,16 @@ impl StrongestN {
             events.push(("select", ev));
             Ok::<(), OpenClError>(())
         };
-        run_kernel(&self.sort, bound, self.run)?;
-        let mut width = self.run;
+        let run = self.sort_items * RUN_PER_ITEM;
+        run_kernel(
+            &self.sort,
+            bound.div_ceil(run) * self.sort_items,
+            self.sort_items,
+        )?;
+        if bound <= RANK_RUNS_MAX * run {
+            return run_kernel(&self.rank, bound, self.items);
+        }
+        let mut width = run;
         let mut sorted_in_a = true;
         while width < bound {
             let merge = if sorted_in_a {
