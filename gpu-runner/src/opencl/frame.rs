@@ -70,6 +70,8 @@ pub(crate) struct FrameIo {
     pub candidate_capacity: usize,
     /// Device memory of all the detector's buffers, bytes (set by the detector).
     pub device_bytes: u64,
+    /// Candidates of the last frame read back (sizes launches of the next one; never results).
+    pub last_candidates: Option<usize>,
 }
 
 /// Where a frame's kernels read and what they wait for.
@@ -119,6 +121,7 @@ impl FrameIo {
             last_size: (0, 0),
             candidate_capacity: 0,
             device_bytes: 0,
+            last_candidates: None,
         })
     }
 
@@ -288,6 +291,7 @@ pub(crate) fn read_results<D: DetectorKernels + ?Sized>(
     }
     let found = header.candidates();
     let io = detector.io_mut();
+    io.last_candidates = Some(found);
     let kept = found.min(io.max_keypoints);
     if kept > guess {
         io.read_records(guess, kept, events)?;

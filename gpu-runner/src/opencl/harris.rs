@@ -395,7 +395,8 @@ impl DetectorKernels for HarrisPipeline {
         run("harris_response", &self.k_response, tiles * tile, tile)?;
         run("harris_nms", &self.k_nms, w * h, self.nms_local)?;
         let bound = (w.div_ceil(3) * h.div_ceil(3)).min(self.io.candidate_capacity);
-        self.select.enqueue(bound, events)?;
+        let expected = self.io.last_candidates;
+        self.select.enqueue(bound, expected, events)?;
         if let Some(d) = &self.describe {
             let mut ev = Event::empty();
             let items = self.groups * d.descriptor_local;

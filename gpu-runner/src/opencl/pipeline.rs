@@ -475,7 +475,8 @@ impl DetectorKernels for Pipeline {
         launch(events, hn, &self.k_hessian, grids.total, l.hessian)?;
         launch(events, nn, &self.k_nms, 2 * grids.total, l.nms)?;
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
-        self.select.enqueue(cand_bound, events)?;
+        let expected = self.io.last_candidates;
+        self.select.enqueue(cand_bound, expected, events)?;
         if !surf.upright {
             let items = self.groups * l.orientation;
             launch(

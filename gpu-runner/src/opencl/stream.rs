@@ -441,6 +441,7 @@ impl StreamPipeline {
         let overflow = header.overflowed() || found > kernels.io().candidate_capacity;
         let kept = found.min(kernels.io().max_keypoints);
         if !overflow && kept <= st.guess && kernels.accept(header)? {
+            kernels.io_mut().last_candidates = Some(found);
             let out = kernels.io().output_from(stage, found, &[], 0.0)?;
             return Ok((found, out));
         }

@@ -2,9 +2,10 @@
 //! candidates' 64-bit rank keys on the device, then a copy of the first `max_keypoints` records
 //! into the result, strongest first.
 //!
-//! Runs of candidates are sorted in local memory first. A frame whose candidate bound spans at
-//! most [`RANK_RUNS_MAX`] runs (the usual frame) is then done in one more launch: every key's
-//! rank is found by binary searches in the other runs. Larger frames are merge-sorted:
+//! Runs of candidates are sorted in local memory first. A frame whose candidate bound, or the
+//! last frame's count, spans at most [`RANK_RUNS_MAX`] runs (the usual frame) is then done in one
+//! more launch: every key's rank is found by binary searches in the other runs (correct for any
+//! count; slow only for a frame with far more candidates than the last). Others are merge-sorted:
 //! `log2(bound / run)` passes, each a binary search per key, `O(n log^2 n)` in all. Everything
 //! runs on the device: the launches follow the frame's candidate bound, which the host knows, and
 //! the count itself is read on the device. Keys are unique, so the order is the core's `Keypoint::rank_cmp` order
@@ -183,8 +184,15 @@ impl StrongestN {
         Ok(())
     }
 
-    /// Enqueues the selection of a frame with at most `bound` candidates.
-    pub(crate) fn enqueue(&self, bound: usize, events: &mut Events) -> Result<(), OpenClError> {
+    /// Enqueues the selection of a frame with at most `bound` candidates; `expected`: the last
+    /// frame's count, which picks the faster way for a frame like it (both give the same result
+    /// for any count).
+    pub(crate) fn enqueue(
+        &self,
+        bound: usize,
+        expected: Option<usize>,
+        events: &mut Events,
+    ) -> Result<(), OpenClError> {
         let mut run_kernel = |kernel: &Kernel, global: usize, local: usize| {
             let mut ev = Event::empty();
             launch_after(kernel, global, local, &[], &mut ev)?;
@@ -197,7 +205,8 @@ impl StrongestN {
             bound.div_ceil(run) * self.sort_items,
             self.sort_items,
         )?;
-        if bound <= RANK_RUNS_MAX * run {
+        let few_runs = |n: usize| n <= RANK_RUNS_MAX * run;
+        if few_runs(bound) || expected.is_some_and(few_runs) {
             return run_kernel(&self.rank, bound, self.items);
         }
         let mut width = run;
