@@ -13,6 +13,8 @@
 //! - [`harris`]: the Harris corner detector (Loundagin 2015).
 //! - [`matcher`]: 2-NN matching with ratio, sign-of-Laplacian and mutual tests, f32 and Q7.
 //! - [`homography`]: projecting points, correct-match tests and repeatability.
+//! - [`config`]: the front-end configuration (detector choice, names, defaults, limits) that
+//!   the command line and the ROS node both parse into.
 //!
 //! The caller owns every buffer; each operation documents (and has a function for) the size it
 //! needs. The OpenCL kernels of `surfcl-gpu` reproduce this crate: exactly where the arithmetic is
@@ -26,11 +28,9 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-#[cfg(feature = "alloc")]
-extern crate alloc;
-
 mod math;
 
+pub mod config;
 pub mod describe;
 pub mod fixed;
 pub mod harris;

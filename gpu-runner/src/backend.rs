@@ -2,96 +2,22 @@
 //! without knowing whether the work happens on the CPU reference ([`crate::cpu::CpuBackend`]) or
 //! on an OpenCL device ([`crate::opencl::open`]).
 //!
-//! Both backends take the same validated [`DetectParams`] and return the same [`Features`], so a
-//! test can run one image through both and compare the outputs field by field.
+//! Both backends take the same validated [`DetectParams`] (the front-end configuration of
+//! `surfcl_core::config`, re-exported here) and return the same [`Features`], so a test can run
+//! one image through both and compare the outputs field by field.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use surfcl_core::harris::HarrisConfig;
+pub use surfcl_core::config::{
+    BackendChoice, DEFAULT_MAX_KEYPOINTS, DescriptorKind, DetectParams, DetectorKind,
+    MAX_KEYPOINTS_LIMIT, Named,
+};
 use surfcl_core::matcher::{Match, MatchConfig};
-use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use crate::error::Error;
 use crate::opencl::OpenClError;
-
-/// Largest `max_keypoints` accepted. A million keypoints is far more than any image within the
-/// core's size limits yields at a sensible threshold, and it bounds the buffers (keypoints and
-/// 64-float descriptors, about 300 MB) that a backend allocates up front.
-pub const MAX_KEYPOINTS_LIMIT: usize = 1_000_000;
-
-/// Which detector finds the interest points.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DetectorKind {
-    /// Fast-Hessian (SURF) blobs over several scales.
-    #[default]
-    Surf,
-    /// Harris corners at one scale, described with SURF-64 at a fixed scale.
-    Harris,
-}
-
-impl DetectorKind {
-    /// The name used on the command line and in the JSON output.
-    pub fn name(self) -> &'static str {
-        match self {
-            DetectorKind::Surf => "surf",
-            DetectorKind::Harris => "harris",
-        }
-    }
-}
-
-/// Which descriptor representation the matcher compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DescriptorKind {
-    /// Unit-length `f32` SURF-64, L2 distance.
-    #[default]
-    F32,
-    /// The same descriptor quantised to Q7 (`i8`), squared integer distance.
-    Q7,
-}
-
-impl DescriptorKind {
-    /// The name used on the command line and in the JSON output.
-    pub fn name(self) -> &'static str {
-        match self {
-            DescriptorKind::F32 => "f32",
-            DescriptorKind::Q7 => "q7",
-        }
-    }
-}
-
-/// Everything a backend needs to detect and describe the interest points of one image.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DetectParams {
-    /// Which detector runs.
-    pub detector: DetectorKind,
-    /// SURF parameters (used when `detector` is [`DetectorKind::Surf`]; `upright` also decides
-    /// whether SURF keypoints get an orientation).
-    pub surf: SurfConfig,
-    /// Harris parameters (used when `detector` is [`DetectorKind::Harris`]).
-    pub harris: HarrisConfig,
-    /// Capacity of the keypoint set: the strongest `max_keypoints` are kept, the rest counted as
-    /// dropped. `1..=`[`MAX_KEYPOINTS_LIMIT`].
-    pub max_keypoints: usize,
-    /// Descriptor representation the matcher will use (detection always produces `f32`).
-    pub descriptor: DescriptorKind,
-}
-
-impl DetectParams {
-    /// Checks every parameter once, with the same core `validate()`s the kernels rely on.
-    pub fn validate(&self) -> Result<(), Error> {
-        self.surf.validate()?;
-        self.harris.validate()?;
-        if self.max_keypoints == 0 || self.max_keypoints > MAX_KEYPOINTS_LIMIT {
-            return Err(Error::InvalidArgument(format!(
-                "max-keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {}",
-                self.max_keypoints
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// Time spent in one stage of a backend, in milliseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,18 +65,6 @@ pub trait Backend: Send {
         config: &MatchConfig,
         descriptor: DescriptorKind,
     ) -> Result<Vec<Match>, Error>;
-}
-
-/// Which backend the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BackendChoice {
-    /// OpenCL when a device is available, else the CPU reference (with one note on stderr).
-    #[default]
-    Auto,
-    /// OpenCL, or an error.
-    OpenCl,
-    /// The CPU reference.
-    Cpu,
 }
 
 /// Whether the "falling back to the CPU" note was printed already (once per process).

@@ -84,3 +84,15 @@ impl Error {
         }
     }
 }
+
+impl From<surfcl_core::config::ConfigError> for Error {
+    /// A rejected front-end configuration: the detector's own error, or an invalid argument.
+    fn from(e: surfcl_core::config::ConfigError) -> Self {
+        use surfcl_core::config::ConfigError;
+        match e {
+            ConfigError::Surf(e) => Error::Surf(e),
+            ConfigError::Harris(e) => Error::Harris(e),
+            ConfigError::MaxKeypoints(_) => Error::InvalidArgument(e.to_string()),
+        }
+    }
+}

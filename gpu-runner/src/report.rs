@@ -23,11 +23,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use surfcl_core::Keypoint;
 use surfcl_core::matcher::Match;
 
-use surfcl_core::harris::HarrisThreshold;
 use surfcl_core::matcher::MatchConfig;
-use surfcl_core::surf::Precision;
 
 use crate::backend::{DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
+use surfcl_core::config::Named;
 
 /// SURF parameters of [`ParamsJson`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,21 +95,11 @@ impl ParamsJson {
     /// The record of `params` (and of `matching` with its descriptor kind, when the command
     /// matches).
     pub fn new(params: &DetectParams, matching: Option<(&MatchConfig, DescriptorKind)>) -> Self {
-        let (threshold, threshold_relative) = match params.detector {
-            DetectorKind::Surf => (params.surf.threshold, false),
-            DetectorKind::Harris => match params.harris.threshold {
-                HarrisThreshold::Absolute(t) => (t, false),
-                HarrisThreshold::Relative(f) => (f, true),
-            },
-        };
+        let (threshold, threshold_relative) = params.effective_threshold();
         let surf = (params.detector == DetectorKind::Surf).then(|| SurfParamsJson {
             octaves: params.surf.octaves,
             sample_step: params.surf.init_sample_step,
-            precision: match params.surf.precision {
-                Precision::F32 => "f32",
-                Precision::Packed8 => "u8",
-            }
-            .into(),
+            precision: params.surf.precision.name().into(),
             upright: params.surf.upright,
         });
         let harris = (params.detector == DetectorKind::Harris).then_some(HarrisParamsJson {

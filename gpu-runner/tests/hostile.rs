@@ -766,3 +766,31 @@ fn match_picture_draws_at_most_200_lines_unless_draw_all() {
     let out = surfcl(&["match", s(&img1), s(&img2), "--draw-all"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn both_harris_threshold_meanings_are_named_on_the_command_line() {
+    let a = frames().join("a.pgm");
+    let detect = |extra: &[&str]| {
+        let mut args = vec!["detect", s(&a), "--backend", "cpu", "--json", "-"];
+        args.extend_from_slice(extra);
+        surfcl(&args)
+    };
+    // The node's meaning (a fraction of the strongest response), spelled out.
+    let out = detect(&["--detector", "harris", "--relative-threshold", "0.05"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params"]["threshold"].as_f64(), Some(0.05));
+    assert_eq!(v["params"]["threshold_relative"], true);
+    // `--threshold` keeps its absolute meaning.
+    let out = detect(&["--detector", "harris", "--threshold", "0.0001"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params"]["threshold_relative"], false);
+    // SURF has one meaning; both at once is ambiguous: usage errors.
+    for extra in [
+        &["--relative-threshold", "0.05"][..],
+        &["--detector", "harris", "--threshold", "0.1", "--relative-threshold", "0.05"],
+    ] {
+        let out = detect(extra);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+    }
+}

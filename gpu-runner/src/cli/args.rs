@@ -3,77 +3,54 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
-use surfcl_core::harris::{HarrisConfig, HarrisThreshold};
+use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use surfcl_core::config::{Named, ThresholdUnit};
 use surfcl_core::matcher::MatchConfig;
-use surfcl_core::surf::{Precision, SurfConfig};
+use surfcl_core::surf::Precision;
 
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind};
+use crate::backend::{
+    BackendChoice, DEFAULT_MAX_KEYPOINTS, DescriptorKind, DetectParams, DetectorKind,
+};
 use crate::error::Error;
 
-/// Default `--max-keypoints`.
-pub const DEFAULT_MAX_KEYPOINTS: usize = 10_000;
-
-/// `--detector`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DetectorArg {
-    /// SURF (Fast-Hessian blobs, several scales).
-    Surf,
-    /// Harris corners (one scale, SURF-64 descriptor at a fixed scale).
-    Harris,
-}
-
-/// `--backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// OpenCL if a device is available, else the CPU.
-    Auto,
-    /// OpenCL only (error when unavailable).
-    Opencl,
-    /// The CPU reference.
-    Cpu,
-}
-
-/// `--precision` of the SURF response maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PrecisionArg {
-    /// 32-bit float responses.
-    F32,
-    /// 8-bit packed responses (4 intervals per 32-bit word), same keypoints.
-    U8,
-}
-
-/// `--descriptor` compared by the matcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DescriptorArg {
-    /// f32 descriptors, L2 distance.
-    F32,
-    /// Q7 (i8) descriptors, integer distance.
-    Q7,
+/// A clap parser for an option spelled with the shared names of `surfcl_core::config` (the
+/// node's string parameters take the same words).
+fn named<T: Named + Send + Sync>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(
+        T::ALL
+            .iter()
+            .map(|&(_, name, help)| PossibleValue::new(name).help(help)),
+    )
+    .try_map(|name| T::from_name(&name))
 }
 
 /// Options of detection, shared by `detect`, `match`, `eval` and `bench`.
 #[derive(Debug, Clone, Args)]
 pub struct DetectOptions {
     /// Interest point detector.
-    #[arg(long, value_enum, default_value = "surf")]
-    pub detector: DetectorArg,
+    #[arg(long, value_parser = named::<DetectorKind>(), default_value = "surf")]
+    pub detector: DetectorKind,
     /// Where the work runs: OpenCL with CPU fallback (auto), OpenCL only, or the CPU reference.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub backend: BackendArg,
+    #[arg(long, value_parser = named::<BackendChoice>(), default_value = "auto")]
+    pub backend: BackendChoice,
     /// OpenCL device: an index from `surfcl devices` or a name substring.
     #[arg(long, env = "SURFCL_DEVICE")]
     pub device: Option<String>,
     /// Storage of the SURF response maps (u8: 8-bit packed).
-    #[arg(long, value_enum, default_value = "f32")]
-    pub precision: PrecisionArg,
+    #[arg(long, value_parser = named::<Precision>(), default_value = "f32")]
+    pub precision: Precision,
     /// Upright SURF: no orientation assignment (faster; not rotation invariant).
     #[arg(long)]
     pub upright: bool,
     /// Detector threshold. SURF: Hessian response in OpenSURF units (default 0.0004). Harris:
     /// an absolute threshold on R (default: 1% of the image's largest response).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "relative_threshold")]
     pub threshold: Option<f32>,
+    /// Harris only: the threshold as a fraction in (0, 1] of the image's largest response (the
+    /// meaning the ROS node's `threshold` parameter has; default 0.01).
+    #[arg(long)]
+    pub relative_threshold: Option<f32>,
     /// Number of SURF octaves (1..=6, default 4).
     #[arg(long)]
     pub octaves: Option<u8>,
@@ -92,64 +69,41 @@ pub struct DetectOptions {
 impl DetectOptions {
     /// The backend choice.
     pub fn backend_choice(&self) -> BackendChoice {
-        match self.backend {
-            BackendArg::Auto => BackendChoice::Auto,
-            BackendArg::Opencl => BackendChoice::OpenCl,
-            BackendArg::Cpu => BackendChoice::Cpu,
-        }
+        self.backend
     }
 
     /// The validated detection parameters (`descriptor` is the matcher's representation).
     pub fn params(&self, descriptor: DescriptorKind) -> Result<DetectParams, Error> {
-        let mut surf = SurfConfig {
-            precision: match self.precision {
-                PrecisionArg::F32 => Precision::F32,
-                PrecisionArg::U8 => Precision::Packed8,
-            },
-            upright: self.upright,
-            ..SurfConfig::default()
-        };
-        let mut harris = HarrisConfig::default();
-        if let Some(octaves) = self.octaves {
-            surf.octaves = octaves;
-        }
-        if let Some(step) = self.sample_step {
-            surf.init_sample_step = step;
-        }
-        let detector = match self.detector {
-            DetectorArg::Surf => DetectorKind::Surf,
-            DetectorArg::Harris => DetectorKind::Harris,
-        };
-        if let Some(t) = self.threshold {
-            match detector {
-                DetectorKind::Surf => surf.threshold = t,
-                DetectorKind::Harris => harris.threshold = HarrisThreshold::Absolute(t),
-            }
-        }
-        let params = DetectParams {
-            detector,
-            surf,
-            harris,
+        let mut params = DetectParams {
+            detector: self.detector,
             max_keypoints: self.max_keypoints,
             descriptor,
+            ..DetectParams::default()
         };
+        params.surf.precision = self.precision;
+        params.surf.upright = self.upright;
+        if let Some(octaves) = self.octaves {
+            params.surf.octaves = octaves;
+        }
+        if let Some(step) = self.sample_step {
+            params.surf.init_sample_step = step;
+        }
+        if let Some(t) = self.threshold {
+            params.set_threshold(t, ThresholdUnit::Absolute);
+        }
+        if let Some(f) = self.relative_threshold {
+            if self.detector != DetectorKind::Harris {
+                return Err(Error::InvalidArgument(
+                    "--relative-threshold applies to --detector harris only".into(),
+                ));
+            }
+            params.set_threshold(f, ThresholdUnit::Relative);
+        }
         // Bad option values are usage errors (exit 2), whichever check caught them.
         params
             .validate()
             .map_err(|e| Error::InvalidArgument(format!("invalid detection option: {e}")))?;
         Ok(params)
-    }
-
-    /// The threshold in effect for the chosen detector, and whether it is relative (Harris'
-    /// default: a fraction of the image's largest response) rather than absolute.
-    pub fn effective_threshold(params: &DetectParams) -> (f32, bool) {
-        match params.detector {
-            DetectorKind::Surf => (params.surf.threshold, false),
-            DetectorKind::Harris => match params.harris.threshold {
-                HarrisThreshold::Absolute(t) => (t, false),
-                HarrisThreshold::Relative(f) => (f, true),
-            },
-        }
     }
 }
 
@@ -157,8 +111,8 @@ impl DetectOptions {
 #[derive(Debug, Clone, Args)]
 pub struct MatchOptions {
     /// Descriptor representation compared by the matcher.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub descriptor: DescriptorArg,
+    #[arg(long, value_parser = named::<DescriptorKind>(), default_value = "f32")]
+    pub descriptor: DescriptorKind,
     /// Ratio test on distances: keep when nearest < ratio * second nearest (default 0.8).
     #[arg(long)]
     pub ratio: Option<f32>,
@@ -176,10 +130,7 @@ pub struct MatchOptions {
 impl MatchOptions {
     /// The descriptor representation.
     pub fn descriptor_kind(&self) -> DescriptorKind {
-        match self.descriptor {
-            DescriptorArg::F32 => DescriptorKind::F32,
-            DescriptorArg::Q7 => DescriptorKind::Q7,
-        }
+        self.descriptor
     }
 
     /// The validated matcher configuration.

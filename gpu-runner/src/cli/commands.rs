@@ -13,6 +13,7 @@ use crate::draw::{self, MatchLine};
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
 use crate::report::{DetectReport, KeypointJson, MatchReport, ParamsJson, matches_json, ratio};
+use surfcl_core::config::Named;
 
 /// `surfcl detect`.
 #[derive(Debug, Clone, Args)]

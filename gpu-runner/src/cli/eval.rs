@@ -20,6 +20,7 @@ use crate::backend::{Features, open_backend};
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
 use crate::report::{EvalPair, EvalReport, ParamsJson, ratio};
+use surfcl_core::config::Named;
 
 /// Image extensions looked for, in this order of preference.
 const EXTENSIONS: [&str; 6] = ["pgm", "png", "ppm", "jpg", "jpeg", "pnm"];
@@ -172,7 +173,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     }
     bar.finish_and_clear();
 
-    let (threshold, threshold_relative) = DetectOptions::effective_threshold(&params);
+    let (threshold, threshold_relative) = params.effective_threshold();
     human.line(&format!(
         "{}: {} on {} ({}), threshold {}{}",
         args.dir.display(),

@@ -33,10 +33,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use args::{
-    BackendArg, BenchArgs, DEFAULT_MAX_KEYPOINTS, DescriptorArg, DetectOptions, DetectorArg,
-    ImageSize, JsonTarget, MatchOptions, PrecisionArg,
-};
+pub use args::{BenchArgs, DetectOptions, ImageSize, JsonTarget, MatchOptions};
 pub use commands::{DetectArgs, MatchArgs};
 pub use eval::{EvalArgs, find_oxford_sequence};
 pub use stream::StreamArgs;

@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
 use crate::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
 use crate::report::ParamsJson;
+use surfcl_core::config::Named;
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]
