@@ -788,7 +788,14 @@ fn both_harris_threshold_meanings_are_named_on_the_command_line() {
     // SURF has one meaning; both at once is ambiguous: usage errors.
     for extra in [
         &["--relative-threshold", "0.05"][..],
-        &["--detector", "harris", "--threshold", "0.1", "--relative-threshold", "0.05"],
+        &[
+            "--detector",
+            "harris",
+            "--threshold",
+            "0.1",
+            "--relative-threshold",
+            "0.05",
+        ],
     ] {
         let out = detect(extra);
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));

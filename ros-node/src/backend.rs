@@ -3,62 +3,35 @@
 //! [`MatchConfig`]. Both are validated with the same `validate()` the CLI uses.
 
 use surfcl_core::GrayImage;
+use surfcl_core::config::ThresholdUnit;
 use surfcl_core::matcher::MatchConfig;
-use surfcl_core::surf::{Precision as CorePrecision, SurfConfig};
-use surfcl_gpu::backend::{
-    Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, open_backend,
-};
+use surfcl_gpu::backend::{Backend, DetectParams, Features, open_backend};
 
 use crate::msg::MatchMsg;
-use crate::params::{BackendKind, DescriptorRepr, Detector, NodeParams, Precision};
+use crate::params::NodeParams;
 use crate::processor::{Detection, Processor, ProcessorFactory};
 
-/// Maps the node's parameters onto the backend's detection parameters.
+/// Maps the node's parameters onto the backend's detection parameters (the shared
+/// configuration of `surfcl_core::config`, validated as the command line validates it).
 pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
-    let octaves =
+    let mut params = DetectParams {
+        detector: p.detector,
+        max_keypoints: usize::try_from(p.max_keypoints)
+            .map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?,
+        descriptor: p.descriptor,
+        ..DetectParams::default()
+    };
+    params.surf.octaves =
         u8::try_from(p.octaves).map_err(|_| format!("octaves out of range: {}", p.octaves))?;
-    let max_keypoints = usize::try_from(p.max_keypoints)
-        .map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?;
-    let mut surf = SurfConfig {
-        octaves,
-        upright: p.upright,
-        precision: match p.precision {
-            Precision::F32 => CorePrecision::F32,
-            Precision::U8 => CorePrecision::Packed8,
-        },
-        ..SurfConfig::default()
-    };
-    let mut harris = surfcl_core::harris::HarrisConfig::default();
+    params.surf.upright = p.upright;
+    params.surf.precision = p.precision;
     if p.threshold > 0.0 {
-        match p.detector {
-            Detector::Surf => surf.threshold = p.threshold as f32,
-            // Harris responses have no fixed scale across images, so the node's threshold is
-            // the relative one: a fraction of the frame's strongest response.
-            Detector::Harris => {
-                harris.threshold =
-                    surfcl_core::harris::HarrisThreshold::Relative(p.threshold as f32)
-            }
-        }
+        // Harris responses have no fixed scale across images, so the node's threshold is
+        // the relative one: a fraction of the frame's strongest response.
+        params.set_threshold(p.threshold as f32, ThresholdUnit::Relative);
     }
-    let params = DetectParams {
-        detector: match p.detector {
-            Detector::Surf => DetectorKind::Surf,
-            Detector::Harris => DetectorKind::Harris,
-        },
-        surf,
-        harris,
-        max_keypoints,
-        descriptor: descriptor_kind(p),
-    };
     params.validate().map_err(|e| e.to_string())?;
     Ok(params)
-}
-
-fn descriptor_kind(p: &NodeParams) -> DescriptorKind {
-    match p.descriptor {
-        DescriptorRepr::F32 => DescriptorKind::F32,
-        DescriptorRepr::Q7 => DescriptorKind::Q7,
-    }
 }
 
 /// Maps the node's parameters onto the matcher configuration.
@@ -70,14 +43,6 @@ pub fn match_config(p: &NodeParams) -> Result<MatchConfig, String> {
     };
     config.validate().map_err(|e| e.to_string())?;
     Ok(config)
-}
-
-fn backend_choice(p: &NodeParams) -> BackendChoice {
-    match p.backend {
-        BackendKind::Auto => BackendChoice::Auto,
-        BackendKind::OpenCl => BackendChoice::OpenCl,
-        BackendKind::Cpu => BackendChoice::Cpu,
-    }
 }
 
 /// Opens surfcl backends.
@@ -93,7 +58,7 @@ impl ProcessorFactory for BackendFactory {
 
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
         let device = (!params.device.is_empty()).then_some(params.device.as_str());
-        let backend = open_backend(backend_choice(params), device).map_err(|e| e.to_string())?;
+        let backend = open_backend(params.backend, device).map_err(|e| e.to_string())?;
         Ok(Box::new(BackendProcessor { backend }))
     }
 }
@@ -155,7 +120,7 @@ impl Processor for BackendProcessor {
         let (q, t) = (take_features(query), take_features(train));
         let matches = self
             .backend
-            .match_features(&q, &t, &config, descriptor_kind(params));
+            .match_features(&q, &t, &config, params.descriptor);
         give_back(q, query);
         give_back(t, train);
         Ok(matches

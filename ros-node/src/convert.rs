@@ -145,12 +145,7 @@ pub fn validate(msg: &Image) -> Result<Layout, ImageMsgError> {
     })
 }
 
-/// Luminance of one RGB pixel, `round(0.299 R + 0.587 G + 0.114 B)` computed exactly.
-pub fn luminance(r: u8, g: u8, b: u8) -> u8 {
-    let y = (299 * u32::from(r) + 587 * u32::from(g) + 114 * u32::from(b) + 500) / 1000;
-    // y <= (1000 * 255 + 500) / 1000 = 255.
-    y.min(255) as u8
-}
+pub use surfcl_core::image::luminance;
 
 /// Writes the grayscale version of `data` (laid out as `layout`, as returned by [`validate`] for
 /// the same message) into `out`, resized to `width * height`. `out` is reused between frames so

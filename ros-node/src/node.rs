@@ -41,9 +41,10 @@ use surfcl_core::GrayImage;
 
 use crate::convert::{self, Layout};
 use crate::msg::{self, Header, Image, KeypointArray, KeypointMsg, MatchArray};
-use crate::params::{DescriptorRepr, NodeParams};
+use crate::params::NodeParams;
 use crate::processor::{Detection, Processor, ProcessorFactory, quantise_q7};
 use crate::wire::BulkCdr;
+use surfcl_core::config::DescriptorKind;
 
 /// Errors while starting the node.
 #[derive(Debug, thiserror::Error)]
@@ -1239,7 +1240,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
 
 /// The `KeypointArray` of one frame: keypoints field by field, descriptors as one block copy
 /// of the backend's contiguous `[f32; 64]` array (or its Q7 quantisation).
-fn keypoint_message(header: &Header, d: &Detection, repr: DescriptorRepr) -> KeypointArray {
+fn keypoint_message(header: &Header, d: &Detection, repr: DescriptorKind) -> KeypointArray {
     let mut msg = KeypointArray {
         header: header.clone(),
         keypoints: d.keypoints.iter().map(KeypointMsg::from).collect(),
@@ -1249,8 +1250,8 @@ fn keypoint_message(header: &Header, d: &Detection, repr: DescriptorRepr) -> Key
         dropped: u32::try_from(d.dropped).unwrap_or(u32::MAX),
     };
     match repr {
-        DescriptorRepr::F32 => msg.descriptors = d.descriptors.as_flattened().to_vec(),
-        DescriptorRepr::Q7 => {
+        DescriptorKind::F32 => msg.descriptors = d.descriptors.as_flattened().to_vec(),
+        DescriptorKind::Q7 => {
             let mut q7 = Vec::with_capacity(d.descriptors.len() * surfcl_core::DESCRIPTOR_LEN);
             for desc in &d.descriptors {
                 quantise_q7(desc, &mut q7);

@@ -6,73 +6,38 @@
 //! next frame the processing thread starts.
 
 use ros2_client::ParameterValue;
-
-/// Which detector runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detector {
-    /// SURF Fast-Hessian.
-    Surf,
-    /// Harris corners (described with SURF-64 at a fixed scale).
-    Harris,
-}
-
-/// Precision of the SURF response maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// `f32` response maps.
-    F32,
-    /// 8-bit packed response maps.
-    U8,
-}
-
-/// Descriptor representation used for matching and in `KeypointArray`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DescriptorRepr {
-    /// `float32[] descriptors`.
-    F32,
-    /// `int8[] descriptors_q7`.
-    Q7,
-}
-
-/// Which compute backend runs detection and matching.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// OpenCL when available, else the CPU.
-    Auto,
-    /// OpenCL or an error.
-    OpenCl,
-    /// The CPU reference.
-    Cpu,
-}
-
-/// Largest `max_keypoints` (the backend's limit).
-pub const MAX_KEYPOINTS_LIMIT: i64 = 1_000_000;
+use surfcl_core::config::{
+    BackendChoice, DEFAULT_MAX_KEYPOINTS, DescriptorKind, DetectorKind, MAX_KEYPOINTS_LIMIT, Named,
+};
+use surfcl_core::surf::{MAX_OCTAVES, Precision, SurfConfig};
 
 /// The node's parameters, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeParams {
-    /// `detector`: `surf` | `harris`.
-    pub detector: Detector,
+    /// `detector`: `surf` | `harris` (the names of `surfcl_core::config`, as on the command line).
+    pub detector: DetectorKind,
     /// `threshold`: detector threshold; `0.0` means the detector's default. SURF: Hessian
     /// response in OpenSURF units (default 0.0004); Harris: fraction in (0, 1] of the frame's
-    /// strongest response (default 0.01).
+    /// strongest response (default 0.01), `ThresholdUnit::Relative` of `surfcl_core::config`
+    /// (the command line spells this meaning `--relative-threshold`).
     pub threshold: f64,
-    /// `octaves`: SURF octaves, 1..=6.
+    /// `octaves`: SURF octaves, `1..=MAX_OCTAVES` (6).
     pub octaves: i64,
     /// `upright`: skip orientation assignment.
     pub upright: bool,
-    /// `max_keypoints`: strongest-N capacity, 1..=1000000.
+    /// `max_keypoints`: strongest-N capacity, `1..=MAX_KEYPOINTS_LIMIT` (default
+    /// `DEFAULT_MAX_KEYPOINTS`, the command line's too).
     pub max_keypoints: i64,
     /// `precision`: `f32` | `u8` (SURF response maps).
     pub precision: Precision,
     /// `descriptor`: `f32` | `q7`.
-    pub descriptor: DescriptorRepr,
+    pub descriptor: DescriptorKind,
     /// `ratio`: Lowe ratio on distances, in (0, 1].
     pub ratio: f64,
     /// `cross_check`: keep only mutual nearest neighbours.
     pub cross_check: bool,
     /// `backend`: `auto` | `opencl` | `cpu`.
-    pub backend: BackendKind,
+    pub backend: BackendChoice,
     /// `device`: OpenCL device index or name substring; empty = default.
     pub device: String,
     /// `debug_image`: publish `debug_image` (rgb8 with keypoints and matches drawn).
@@ -81,17 +46,18 @@ pub struct NodeParams {
 
 impl Default for NodeParams {
     fn default() -> Self {
+        let surf = SurfConfig::default();
         Self {
-            detector: Detector::Surf,
+            detector: DetectorKind::default(),
             threshold: 0.0,
-            octaves: 4,
-            upright: false,
-            max_keypoints: 2000,
-            precision: Precision::F32,
-            descriptor: DescriptorRepr::F32,
+            octaves: i64::from(surf.octaves),
+            upright: surf.upright,
+            max_keypoints: DEFAULT_MAX_KEYPOINTS as i64,
+            precision: surf.precision,
+            descriptor: DescriptorKind::default(),
             ratio: 0.8,
             cross_check: false,
-            backend: BackendKind::Auto,
+            backend: BackendChoice::default(),
             device: String::new(),
             debug_image: false,
         }
@@ -119,6 +85,11 @@ fn want_string<'a>(name: &str, v: &'a ParameterValue) -> Result<&'a str, String>
         ParameterValue::String(s) => Ok(s),
         other => Err(format!("{name} must be a string, got {other:?}")),
     }
+}
+/// A string parameter spelled with the shared option names of `surfcl_core::config`.
+fn want_named<T: Named>(name: &str, v: &ParameterValue) -> Result<T, String> {
+    let text = want_string(name, v)?;
+    T::from_name(text).map_err(|e| format!("{e}, got {text:?}"))
 }
 fn want_bool(name: &str, v: &ParameterValue) -> Result<bool, String> {
     match v {
@@ -155,41 +126,16 @@ impl NodeParams {
     pub fn get(&self, name: &str) -> Option<ParameterValue> {
         use ParameterValue as V;
         Some(match name {
-            "detector" => V::String(
-                match self.detector {
-                    Detector::Surf => "surf",
-                    Detector::Harris => "harris",
-                }
-                .into(),
-            ),
+            "detector" => V::String(self.detector.name().into()),
             "threshold" => V::Double(self.threshold),
             "octaves" => V::Integer(self.octaves),
             "upright" => V::Boolean(self.upright),
             "max_keypoints" => V::Integer(self.max_keypoints),
-            "precision" => V::String(
-                match self.precision {
-                    Precision::F32 => "f32",
-                    Precision::U8 => "u8",
-                }
-                .into(),
-            ),
-            "descriptor" => V::String(
-                match self.descriptor {
-                    DescriptorRepr::F32 => "f32",
-                    DescriptorRepr::Q7 => "q7",
-                }
-                .into(),
-            ),
+            "precision" => V::String(self.precision.name().into()),
+            "descriptor" => V::String(self.descriptor.name().into()),
             "ratio" => V::Double(self.ratio),
             "cross_check" => V::Boolean(self.cross_check),
-            "backend" => V::String(
-                match self.backend {
-                    BackendKind::Auto => "auto",
-                    BackendKind::OpenCl => "opencl",
-                    BackendKind::Cpu => "cpu",
-                }
-                .into(),
-            ),
+            "backend" => V::String(self.backend.name().into()),
             "device" => V::String(self.device.clone()),
             "debug_image" => V::Boolean(self.debug_image),
             _ => return None,
@@ -201,13 +147,7 @@ impl NodeParams {
     /// that the standard `use_sim_time` passes through.
     pub fn apply(&mut self, name: &str, value: &ParameterValue) -> Result<(), String> {
         match name {
-            "detector" => {
-                self.detector = match want_string(name, value)? {
-                    "surf" => Detector::Surf,
-                    "harris" => Detector::Harris,
-                    s => return Err(format!("detector must be surf or harris, got {s:?}")),
-                }
-            }
+            "detector" => self.detector = want_named(name, value)?,
             "threshold" => {
                 let t = want_double(name, value)?;
                 if !t.is_finite() || t < 0.0 {
@@ -219,35 +159,23 @@ impl NodeParams {
             }
             "octaves" => {
                 let o = want_int(name, value)?;
-                if !(1..=6).contains(&o) {
-                    return Err(format!("octaves must be in 1..=6, got {o}"));
+                if !(1..=i64::from(MAX_OCTAVES)).contains(&o) {
+                    return Err(format!("octaves must be in 1..={MAX_OCTAVES}, got {o}"));
                 }
                 self.octaves = o;
             }
             "upright" => self.upright = want_bool(name, value)?,
             "max_keypoints" => {
                 let m = want_int(name, value)?;
-                if !(1..=MAX_KEYPOINTS_LIMIT).contains(&m) {
+                if !(1..=MAX_KEYPOINTS_LIMIT as i64).contains(&m) {
                     return Err(format!(
                         "max_keypoints must be in 1..={MAX_KEYPOINTS_LIMIT}, got {m}"
                     ));
                 }
                 self.max_keypoints = m;
             }
-            "precision" => {
-                self.precision = match want_string(name, value)? {
-                    "f32" => Precision::F32,
-                    "u8" => Precision::U8,
-                    s => return Err(format!("precision must be f32 or u8, got {s:?}")),
-                }
-            }
-            "descriptor" => {
-                self.descriptor = match want_string(name, value)? {
-                    "f32" => DescriptorRepr::F32,
-                    "q7" => DescriptorRepr::Q7,
-                    s => return Err(format!("descriptor must be f32 or q7, got {s:?}")),
-                }
-            }
+            "precision" => self.precision = want_named(name, value)?,
+            "descriptor" => self.descriptor = want_named(name, value)?,
             "ratio" => {
                 let r = want_double(name, value)?;
                 if !(r > 0.0 && r <= 1.0) {
@@ -256,14 +184,7 @@ impl NodeParams {
                 self.ratio = r;
             }
             "cross_check" => self.cross_check = want_bool(name, value)?,
-            "backend" => {
-                self.backend = match want_string(name, value)? {
-                    "auto" => BackendKind::Auto,
-                    "opencl" => BackendKind::OpenCl,
-                    "cpu" => BackendKind::Cpu,
-                    s => return Err(format!("backend must be auto, opencl or cpu, got {s:?}")),
-                }
-            }
+            "backend" => self.backend = want_named(name, value)?,
             "device" => self.device = want_string(name, value)?.to_string(),
             "debug_image" => self.debug_image = want_bool(name, value)?,
             _ => {}
@@ -310,16 +231,16 @@ mod tests {
     fn roundtrip_every_parameter() {
         let p = NodeParams::default();
         let mut q = NodeParams {
-            detector: Detector::Harris,
+            detector: DetectorKind::Harris,
             threshold: 1.0,
             octaves: 2,
             upright: true,
             max_keypoints: 5,
-            precision: Precision::U8,
-            descriptor: DescriptorRepr::Q7,
+            precision: Precision::Packed8,
+            descriptor: DescriptorKind::Q7,
             ratio: 0.5,
             cross_check: true,
-            backend: BackendKind::Cpu,
+            backend: BackendChoice::Cpu,
             device: "x".into(),
             debug_image: true,
         };
@@ -362,7 +283,7 @@ mod tests {
         p.apply_str("detector", "harris").unwrap();
         assert_eq!(
             (p.threshold, p.octaves, p.upright, p.detector),
-            (0.001, 3, true, Detector::Harris)
+            (0.001, 3, true, DetectorKind::Harris)
         );
         assert!(p.apply_str("octaves", "three").is_err());
         assert!(p.apply_str("nope", "1").is_err());

@@ -58,10 +58,7 @@ pub trait ProcessorFactory: Send + Sync {
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String>;
 }
 
-/// Q7 quantisation of a unit descriptor: `clamp(round(127 f), -127, 127)` (ARCHITECTURE.md).
+/// Q7 quantisation of a unit descriptor (the core's `to_q7`), appended to `out`.
 pub fn quantise_q7(d: &Descriptor, out: &mut Vec<i8>) {
-    out.extend(d.iter().map(|&f| {
-        let q = (f * 127.0).round().clamp(-127.0, 127.0);
-        q as i8
-    }));
+    out.extend_from_slice(&surfcl_core::describe::to_q7(d));
 }

@@ -20,8 +20,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use surfcl_core::config::{BackendChoice, DescriptorKind, Named};
 use surfcl_ros::node::{ImageReliability, StageTimes};
-use surfcl_ros::params::{BackendKind, DescriptorRepr};
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -57,13 +57,8 @@ fn parse_size(s: &str) -> (usize, usize) {
     )
 }
 
-fn backend_kind(s: &str) -> BackendKind {
-    match s {
-        "cpu" => BackendKind::Cpu,
-        "opencl" => BackendKind::OpenCl,
-        "auto" => BackendKind::Auto,
-        other => panic!("backend must be cpu, opencl or auto, got {other:?}"),
-    }
+fn backend_kind(s: &str) -> BackendChoice {
+    BackendChoice::from_name(s).unwrap_or_else(|e| panic!("{e}, got {s:?}"))
 }
 
 /// A message of `encoding` whose luminance is `g`.
@@ -91,10 +86,8 @@ fn latency() {
     let max_kp: i64 = env_or("SURFCL_LATENCY_MAX_KEYPOINTS", "4096")
         .parse()
         .unwrap();
-    let descriptor = match env_or("SURFCL_LATENCY_DESCRIPTOR", "f32").as_str() {
-        "q7" => DescriptorRepr::Q7,
-        _ => DescriptorRepr::F32,
-    };
+    let descriptor = DescriptorKind::from_name(&env_or("SURFCL_LATENCY_DESCRIPTOR", "f32"))
+        .unwrap_or_else(|e| panic!("SURFCL_LATENCY_DESCRIPTOR: {e}"));
     let reliable = env_or("SURFCL_LATENCY_RELIABLE", "0") == "1";
     let warm_up = 10u32;
     // A distinct domain per configuration, so that runs in a row do not meet stale peers.

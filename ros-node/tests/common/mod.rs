@@ -354,7 +354,7 @@ pub fn factory() -> Arc<dyn ProcessorFactory> {
 /// Parameters for the tests: CPU backend (deterministic, available everywhere).
 pub fn test_params() -> surfcl_ros::params::NodeParams {
     surfcl_ros::params::NodeParams {
-        backend: surfcl_ros::params::BackendKind::Cpu,
+        backend: surfcl_core::config::BackendChoice::Cpu,
         ..Default::default()
     }
 }

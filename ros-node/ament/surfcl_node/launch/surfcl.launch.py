@@ -27,7 +27,7 @@ def generate_launch_description():
                               description="YAML file with the node's parameters"),
         DeclareLaunchArgument("backend", default_value="auto", description="auto | opencl | cpu"),
         DeclareLaunchArgument("device", default_value="", description="OpenCL device index or name part"),
-        DeclareLaunchArgument("max_keypoints", default_value="2000"),
+        DeclareLaunchArgument("max_keypoints", default_value="10000"),
         DeclareLaunchArgument("image_reliability", default_value="best_effort",
                               description="best_effort | reliable (must match the camera's publisher)"),
         DeclareLaunchArgument("debug_image", default_value="false"),
