@@ -253,7 +253,7 @@ fn build_config(
                     .filter(|d| (1..=100).contains(d))
                     .ok_or_else(|| format!("image_qos_depth must be in 1..=100, got {value:?}"))?
             }
-            _ => params.apply_str(name, value)?,
+            _ => params.apply_str(name, value).map_err(|e| e.to_string())?,
         }
     }
     config.params = params;

@@ -9,20 +9,20 @@ use surfcl_gpu::backend::{Backend, DetectParams, Features, open_backend};
 
 use crate::msg::MatchMsg;
 use crate::params::NodeParams;
-use crate::processor::{Detection, Processor, ProcessorFactory};
+use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 
 /// Maps the node's parameters onto the backend's detection parameters (the shared
 /// configuration of `surfcl_core::config`, validated as the command line validates it).
-pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
+pub fn detect_params(p: &NodeParams) -> Result<DetectParams, ProcessorError> {
     let mut params = DetectParams {
         detector: p.detector,
         max_keypoints: usize::try_from(p.max_keypoints)
-            .map_err(|_| format!("max_keypoints out of range: {}", p.max_keypoints))?,
+            .map_err(|_| parameters(format!("max_keypoints out of range: {}", p.max_keypoints)))?,
         descriptor: p.descriptor,
         ..DetectParams::default()
     };
-    params.surf.octaves =
-        u8::try_from(p.octaves).map_err(|_| format!("octaves out of range: {}", p.octaves))?;
+    params.surf.octaves = u8::try_from(p.octaves)
+        .map_err(|_| parameters(format!("octaves out of range: {}", p.octaves)))?;
     params.surf.upright = p.upright;
     params.surf.precision = p.precision;
     if p.threshold > 0.0 {
@@ -30,19 +30,27 @@ pub fn detect_params(p: &NodeParams) -> Result<DetectParams, String> {
         // the relative one: a fraction of the frame's strongest response.
         params.set_threshold(p.threshold as f32, ThresholdUnit::Relative);
     }
-    params.validate().map_err(|e| e.to_string())?;
+    params.validate().map_err(|e| parameters(e.to_string()))?;
     Ok(params)
 }
 
 /// Maps the node's parameters onto the matcher configuration.
-pub fn match_config(p: &NodeParams) -> Result<MatchConfig, String> {
+pub fn match_config(p: &NodeParams) -> Result<MatchConfig, ProcessorError> {
     let config = MatchConfig {
         ratio: p.ratio as f32,
         cross_check: p.cross_check,
         ..MatchConfig::default()
     };
-    config.validate().map_err(|e| e.to_string())?;
+    config.validate().map_err(|e| parameters(e.to_string()))?;
     Ok(config)
+}
+
+fn parameters(message: String) -> ProcessorError {
+    ProcessorError::Parameters(message)
+}
+
+fn frame(e: surfcl_gpu::Error) -> ProcessorError {
+    ProcessorError::Frame(e.to_string())
 }
 
 /// Opens surfcl backends.
@@ -50,15 +58,16 @@ pub fn match_config(p: &NodeParams) -> Result<MatchConfig, String> {
 pub struct BackendFactory;
 
 impl ProcessorFactory for BackendFactory {
-    fn check(&self, params: &NodeParams) -> Result<(), String> {
+    fn check(&self, params: &NodeParams) -> Result<(), ProcessorError> {
         detect_params(params)?;
         match_config(params)?;
         Ok(())
     }
 
-    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         let device = (!params.device.is_empty()).then_some(params.device.as_str());
-        let backend = open_backend(params.backend, device).map_err(|e| e.to_string())?;
+        let backend = open_backend(params.backend, device)
+            .map_err(|e| ProcessorError::Open(e.to_string()))?;
         Ok(Box::new(BackendProcessor { backend }))
     }
 }
@@ -97,9 +106,13 @@ impl Processor for BackendProcessor {
         format!("{}: {}", self.backend.name(), self.backend.device())
     }
 
-    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String> {
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError> {
         let dp = detect_params(params)?;
-        let f = self.backend.detect(image, &dp).map_err(|e| e.to_string())?;
+        let f = self.backend.detect(image, &dp).map_err(frame)?;
         Ok(Detection {
             width: f.width,
             height: f.height,
@@ -115,7 +128,7 @@ impl Processor for BackendProcessor {
         query: &mut Detection,
         train: &mut Detection,
         params: &NodeParams,
-    ) -> Result<Vec<MatchMsg>, String> {
+    ) -> Result<Vec<MatchMsg>, ProcessorError> {
         let config = match_config(params)?;
         let (q, t) = (take_features(query), take_features(train));
         let matches = self
@@ -124,7 +137,7 @@ impl Processor for BackendProcessor {
         give_back(q, query);
         give_back(t, train);
         Ok(matches
-            .map_err(|e| e.to_string())?
+            .map_err(frame)?
             .iter()
             .map(|m| MatchMsg {
                 query: m.query,

@@ -42,7 +42,7 @@ use surfcl_core::GrayImage;
 use crate::convert::{self, Layout};
 use crate::msg::{self, Header, Image, KeypointArray, KeypointMsg, MatchArray};
 use crate::params::NodeParams;
-use crate::processor::{Detection, Processor, ProcessorFactory, quantise_q7};
+use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory, quantise_q7};
 use crate::wire::BulkCdr;
 use surfcl_core::config::DescriptorKind;
 
@@ -471,12 +471,10 @@ pub fn start(
     config: NodeConfig,
     factory: Arc<dyn ProcessorFactory>,
 ) -> Result<RunningNode, NodeError> {
-    factory
-        .check(&config.params)
-        .map_err(|reason| NodeError::Name {
-            name: "parameters".into(),
-            reason,
-        })?;
+    factory.check(&config.params).map_err(|e| NodeError::Name {
+        name: "parameters".into(),
+        reason: e.to_string(),
+    })?;
     let node_name =
         NodeName::new(&config.namespace, &config.node_name).map_err(|e| NodeError::Name {
             name: format!("{}/{}", config.namespace, config.node_name),
@@ -523,20 +521,22 @@ pub fn start(
     let (v_shared, v_factory) = (Arc::clone(&shared), Arc::clone(&factory));
     options = options.parameter_validator(Box::new(move |name, value| {
         let mut candidate = lock(&v_shared.params).clone();
-        candidate.apply(name, value)?;
-        v_factory.check(&candidate)?;
+        candidate.apply(name, value).map_err(|e| e.to_string())?;
+        v_factory.check(&candidate).map_err(|e| e.to_string())?;
         let current_backend = lock(&v_shared.params).same_backend(&candidate);
         if !current_backend {
             // Open it now so that a backend or device that cannot be opened is refused with
             // the reason, instead of failing every following frame.
-            let processor = v_factory.open(&candidate)?;
+            let processor = v_factory.open(&candidate).map_err(|e| e.to_string())?;
             *lock(&v_shared.staged) = Some((candidate, processor));
         }
         Ok(())
     }));
     let a_shared = Arc::clone(&shared);
     options = options.parameter_set_action(Box::new(move |name, value| {
-        lock(&a_shared.params).apply(name, value)
+        lock(&a_shared.params)
+            .apply(name, value)
+            .map_err(|e| e.to_string())
     }));
 
     let mut node = context.new_node(node_name, options).map_err(ros_err)?;
@@ -1021,9 +1021,9 @@ impl BackendFault {
 
 /// Runs a backend call; a panic becomes a failed frame instead of ending the processing thread
 /// (which would leave the node alive but silent).
-fn guarded<T>(call: impl FnOnce() -> Result<T, String>) -> Result<T, BackendFault> {
+fn guarded<T>(call: impl FnOnce() -> Result<T, ProcessorError>) -> Result<T, BackendFault> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
-        Ok(r) => r.map_err(BackendFault::Error),
+        Ok(r) => r.map_err(|e| BackendFault::Error(e.to_string())),
         Err(payload) => {
             let what = payload
                 .downcast_ref::<&str>()
@@ -1113,7 +1113,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                     previous = None;
                 }
                 Err(e) => {
-                    fail("cannot open backend", &e);
+                    fail("cannot open backend", &e.to_string());
                     continue;
                 }
             }

@@ -11,6 +11,25 @@ use surfcl_core::config::{
 };
 use surfcl_core::surf::{MAX_OCTAVES, Precision, SurfConfig};
 
+/// Why a parameter value was refused (the reason is what a `set_parameters` caller sees).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamError {
+    /// The parameter.
+    pub name: String,
+    /// What is wrong, as a sentence that names the parameter.
+    pub message: String,
+}
+
+impl ParamError {
+    fn new(name: &str, message: String) -> Self {
+        Self {
+            name: name.to_string(),
+            message,
+        }
+    }
+}
+
 /// The node's parameters, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeParams {
@@ -145,7 +164,12 @@ impl NodeParams {
     /// Sets parameter `name` to `value` after checking its type and range. On error `self` is
     /// unchanged and the message says why. Names the node does not own are ignored (`Ok`), so
     /// that the standard `use_sim_time` passes through.
-    pub fn apply(&mut self, name: &str, value: &ParameterValue) -> Result<(), String> {
+    pub fn apply(&mut self, name: &str, value: &ParameterValue) -> Result<(), ParamError> {
+        self.apply_value(name, value)
+            .map_err(|message| ParamError::new(name, message))
+    }
+
+    fn apply_value(&mut self, name: &str, value: &ParameterValue) -> Result<(), String> {
         match name {
             "detector" => self.detector = want_named(name, value)?,
             "threshold" => {
@@ -194,23 +218,31 @@ impl NodeParams {
 
     /// Parses `text` (from `-p name:=text` on the command line) with the type of parameter
     /// `name`, then [`NodeParams::apply`]s it.
-    pub fn apply_str(&mut self, name: &str, text: &str) -> Result<(), String> {
-        let current = self
-            .get(name)
-            .ok_or_else(|| format!("unknown parameter {name:?} (known: {})", NAMES.join(", ")))?;
+    pub fn apply_str(&mut self, name: &str, text: &str) -> Result<(), ParamError> {
+        let refuse = |message: String| ParamError::new(name, message);
+        let current = self.get(name).ok_or_else(|| {
+            refuse(format!(
+                "unknown parameter {name:?} (known: {})",
+                NAMES.join(", ")
+            ))
+        })?;
         let value = match current {
             ParameterValue::Boolean(_) => match text {
                 "true" | "True" | "1" => ParameterValue::Boolean(true),
                 "false" | "False" | "0" => ParameterValue::Boolean(false),
-                _ => return Err(format!("{name} must be true or false, got {text:?}")),
+                _ => {
+                    return Err(refuse(format!(
+                        "{name} must be true or false, got {text:?}"
+                    )));
+                }
             },
             ParameterValue::Integer(_) => ParameterValue::Integer(
                 text.parse()
-                    .map_err(|e| format!("{name} must be an integer, got {text:?}: {e}"))?,
+                    .map_err(|e| refuse(format!("{name} must be an integer, got {text:?}: {e}")))?,
             ),
             ParameterValue::Double(_) => ParameterValue::Double(
                 text.parse()
-                    .map_err(|e| format!("{name} must be a number, got {text:?}: {e}"))?,
+                    .map_err(|e| refuse(format!("{name} must be a number, got {text:?}: {e}")))?,
             ),
             _ => ParameterValue::String(text.to_string()),
         };
@@ -269,7 +301,8 @@ mod tests {
             ("descriptor", ParameterValue::Boolean(true)),
         ] {
             let err = p.apply(name, &value).unwrap_err();
-            assert!(err.contains(name), "{err}");
+            assert_eq!(err.name, name);
+            assert!(err.to_string().contains(name), "{err}");
         }
         assert_eq!(p, before);
     }

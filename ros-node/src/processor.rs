@@ -29,12 +29,39 @@ pub struct Detection {
     pub timings: Vec<(String, f64)>,
 }
 
+/// Why a [`ProcessorFactory`] refused parameters or could not open a backend, or why a
+/// [`Processor`] failed on a frame. The node reports it (to a `set_parameters` caller, in the log
+/// and in `diagnostics`) with the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessorError {
+    /// The parameters are not a configuration the backend accepts.
+    #[error("{0}")]
+    Parameters(String),
+    /// The backend or device could not be opened.
+    #[error("{0}")]
+    Open(String),
+    /// Detection or matching failed on a frame.
+    #[error("{0}")]
+    Frame(String),
+}
+
+impl From<&str> for ProcessorError {
+    /// A frame failure with this message.
+    fn from(message: &str) -> Self {
+        ProcessorError::Frame(message.to_string())
+    }
+}
+
 /// Detects, describes and matches. One instance is used by one thread at a time.
 pub trait Processor: Send {
     /// A human description of the backend and device (for diagnostics).
     fn describe(&self) -> String;
     /// Detects and describes the interest points of `image` with `params`.
-    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String>;
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError>;
     /// Matches `query` (current frame) against `train` (previous frame).
     ///
     /// Both are `&mut` so that an implementation can hand their arrays to a backend without
@@ -46,16 +73,16 @@ pub trait Processor: Send {
         query: &mut Detection,
         train: &mut Detection,
         params: &NodeParams,
-    ) -> Result<Vec<MatchMsg>, String>;
+    ) -> Result<Vec<MatchMsg>, ProcessorError>;
 }
 
 /// Makes [`Processor`]s and vets parameter sets.
 pub trait ProcessorFactory: Send + Sync {
     /// Checks that `params` is a configuration the backend accepts (beyond the per-parameter
     /// range checks of [`NodeParams::apply`]).
-    fn check(&self, params: &NodeParams) -> Result<(), String>;
+    fn check(&self, params: &NodeParams) -> Result<(), ProcessorError>;
     /// Opens the backend chosen by `params.backend` / `params.device`.
-    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String>;
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError>;
 }
 
 /// Q7 quantisation of a unit descriptor (the core's `to_q7`), appended to `out`.

@@ -13,7 +13,7 @@ use surfcl_core::GrayImage;
 use surfcl_ros::msg::{DiagnosticArray, MatchMsg};
 use surfcl_ros::node::StageTimes;
 use surfcl_ros::params::NodeParams;
-use surfcl_ros::processor::{Detection, Processor, ProcessorFactory};
+use surfcl_ros::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 
 /// A backend that takes `delay` for every detection.
 struct Slow {
@@ -27,10 +27,10 @@ struct SlowProcessor {
 }
 
 impl ProcessorFactory for Slow {
-    fn check(&self, params: &NodeParams) -> Result<(), String> {
+    fn check(&self, params: &NodeParams) -> Result<(), ProcessorError> {
         self.inner.check(params)
     }
-    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         Ok(Box::new(SlowProcessor {
             inner: self.inner.open(params)?,
             delay: self.delay,
@@ -42,7 +42,11 @@ impl Processor for SlowProcessor {
     fn describe(&self) -> String {
         format!("slow {}", self.inner.describe())
     }
-    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String> {
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError> {
         std::thread::sleep(self.delay);
         self.inner.detect(image, params)
     }
@@ -51,7 +55,7 @@ impl Processor for SlowProcessor {
         query: &mut Detection,
         train: &mut Detection,
         params: &NodeParams,
-    ) -> Result<Vec<MatchMsg>, String> {
+    ) -> Result<Vec<MatchMsg>, ProcessorError> {
         self.inner.match_frames(query, train, params)
     }
 }

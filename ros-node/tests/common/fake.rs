@@ -5,15 +5,15 @@
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 use surfcl_ros::msg::MatchMsg;
 use surfcl_ros::params::NodeParams;
-use surfcl_ros::processor::{Detection, Processor, ProcessorFactory};
+use surfcl_ros::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 
 pub struct FakeFactory;
 
 impl ProcessorFactory for FakeFactory {
-    fn check(&self, _params: &NodeParams) -> Result<(), String> {
+    fn check(&self, _params: &NodeParams) -> Result<(), ProcessorError> {
         Ok(())
     }
-    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         if params.device == "missing" {
             return Err("no device matches \"missing\"".into());
         }
@@ -27,7 +27,11 @@ impl Processor for FakeProcessor {
     fn describe(&self) -> String {
         "fake".into()
     }
-    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String> {
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError> {
         let (w, h, px) = (image.width(), image.height(), image.pixels());
         let mut kps = Vec::new();
         for by in (4..h.saturating_sub(12)).step_by(16) {
@@ -83,7 +87,7 @@ impl Processor for FakeProcessor {
         q: &mut Detection,
         t: &mut Detection,
         params: &NodeParams,
-    ) -> Result<Vec<MatchMsg>, String> {
+    ) -> Result<Vec<MatchMsg>, ProcessorError> {
         let mut out = Vec::new();
         for (qi, qd) in q.descriptors.iter().enumerate() {
             let mut best = (f32::INFINITY, f32::INFINITY, 0usize);

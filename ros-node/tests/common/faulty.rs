@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use surfcl_core::GrayImage;
 use surfcl_ros::msg::MatchMsg;
 use surfcl_ros::params::NodeParams;
-use surfcl_ros::processor::{Detection, Processor, ProcessorFactory};
+use surfcl_ros::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 
 /// The reason an injected detection fault gives.
 pub const DETECT_FAULT: &str = "injected detection fault";
@@ -41,10 +41,10 @@ pub struct FaultyFactory {
 }
 
 impl ProcessorFactory for FaultyFactory {
-    fn check(&self, params: &NodeParams) -> Result<(), String> {
+    fn check(&self, params: &NodeParams) -> Result<(), ProcessorError> {
         self.inner.check(params)
     }
-    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, String> {
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         self.faults.opens.fetch_add(1, Ordering::SeqCst);
         let fail = self
             .faults
@@ -70,7 +70,11 @@ impl Processor for FaultyProcessor {
     fn describe(&self) -> String {
         format!("faulty {}", self.inner.describe())
     }
-    fn detect(&mut self, image: &GrayImage<'_>, params: &NodeParams) -> Result<Detection, String> {
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError> {
         if self.faults.detect_width == Some(image.width()) {
             return Err(DETECT_FAULT.into());
         }
@@ -84,7 +88,7 @@ impl Processor for FaultyProcessor {
         query: &mut Detection,
         train: &mut Detection,
         params: &NodeParams,
-    ) -> Result<Vec<MatchMsg>, String> {
+    ) -> Result<Vec<MatchMsg>, ProcessorError> {
         if self.faults.match_width == Some(query.width) {
             return Err(MATCH_FAULT.into());
         }
