@@ -35,6 +35,7 @@
 use core::fmt;
 
 use crate::keypoint::Keypoint;
+use crate::matcher::Match;
 
 /// A 3x3 homography, row-major, in `f64`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -207,6 +208,26 @@ impl Homography {
         let (px, py) = ((u / w) as f32, (v / w) as f32);
         (px.is_finite() && py.is_finite()).then_some((px, py))
     }
+}
+
+/// The tolerance of the evaluation protocol: a match is correct when the homography maps its
+/// query point within this many pixels of its train point (Mikolajczyk et al.'s image pairs).
+pub const CORRECT_TOLERANCE_PX: f32 = 3.0;
+
+/// For each match, whether `h` maps its query keypoint within [`CORRECT_TOLERANCE_PX`] of its
+/// train keypoint; a match whose indices are out of range is wrong.
+pub fn correct_matches<'a>(
+    h: &'a Homography,
+    query: &'a [Keypoint],
+    train: &'a [Keypoint],
+    matches: &'a [Match],
+) -> impl Iterator<Item = bool> + 'a {
+    matches.iter().map(
+        move |m| match (query.get(m.query as usize), train.get(m.train as usize)) {
+            (Some(a), Some(b)) => is_correct(h, a, b, CORRECT_TOLERANCE_PX),
+            _ => false,
+        },
+    )
 }
 
 /// Whether `H(a)` lies within `tolerance_px` of `b` (module docs).

@@ -3,33 +3,33 @@
 //! The OpenCL pipeline of surfcl and the library side of the `surfcl` command-line tool.
 //!
 //! ## Modules
-//! - [`backend`]: the [`backend::Backend`] seam, the detection parameters and results, and
-//!   [`backend::open_backend`] (OpenCL with a CPU fallback).
+//! - [`backend`]: the [`backend::Backend`] seam, the detection parameters (the shared
+//!   configuration of `surfcl_core::config`) and results; [`open_backend`] picks OpenCL with a
+//!   CPU fallback.
 //! - [`cpu`]: the CPU reference backend over `surfcl-core`.
 //! - [`opencl`]: the OpenCL backend (kernels in `kernels/*.cl`) and device listing.
 //! - [`io`]: image and homography file loading with size checks before decoding.
 //! - [`draw`]: annotated PNG output (keypoints, matches).
 //! - [`report`]: the JSON reports of `detect`, `match` and `eval`.
-//! - [`cli`]: the `surfcl` command line (clap).
-//! - [`bench`]: `surfcl bench`.
+//! - [`cli`]: the `surfcl` command line (clap), `surfcl bench` included.
 //! - [`error`]: the crate's error type.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod backend;
-pub mod bench;
 pub mod cli;
 pub mod cpu;
 pub mod draw;
 pub mod error;
 pub mod fault;
 pub mod io;
+mod open;
 pub mod opencl;
 pub mod report;
 
 pub use backend::{
     Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
-    open_backend,
 };
 pub use error::Error;
+pub use open::open_backend;

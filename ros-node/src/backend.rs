@@ -5,7 +5,8 @@
 use surfcl_core::GrayImage;
 use surfcl_core::config::ThresholdUnit;
 use surfcl_core::matcher::MatchConfig;
-use surfcl_gpu::backend::{Backend, DetectParams, Features, open_backend};
+use surfcl_gpu::backend::{Backend, DetectParams, Features};
+use surfcl_gpu::open_backend;
 
 use crate::msg::MatchMsg;
 use crate::params::NodeParams;

@@ -348,7 +348,7 @@ impl RunningNode {
             || self.receiver.as_ref().is_none_or(|r| r.is_finished())
     }
     /// Stops the node: ends the threads and tasks (which drops the image reader and the
-    /// output writers, so DDS discovery announces them gone), waits [`DISPOSE_GRACE`] for those
+    /// output writers, so DDS discovery announces them gone), waits `DISPOSE_GRACE` for those
     /// announcements to go out, then closes the node and its DDS participant (which announces
     /// the participant gone).
     pub fn stop(mut self) {

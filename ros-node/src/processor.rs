@@ -2,7 +2,7 @@
 //!
 //! The node only needs "detect and describe one grayscale image" and "match two frames". It
 //! holds a [`Processor`] made by a [`ProcessorFactory`]; the production factory
-//! ([`crate::backend::BackendFactory`]) wraps `surfcl_gpu::backend::open_backend`, and tests can
+//! ([`crate::backend::BackendFactory`]) wraps `surfcl_gpu::open_backend`, and tests can
 //! plug in their own. A factory also vets parameter sets, so that a parameter change the backend
 //! would refuse is rejected when it is set (with the reason) rather than failing frames later.
 

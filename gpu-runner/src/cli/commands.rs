@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::args::{DetectOptions, MatchOptions};
-use super::eval::correct_flags;
 use super::output::{Human, JsonOutput, OutputFile, WrittenFile, persist_all, stdout_line};
-use crate::backend::{DescriptorKind, Features, open_backend};
+use crate::backend::{DescriptorKind, Features};
+use crate::open_backend;
+use surfcl_core::homography::correct_matches;
+
 use crate::draw::{self, MatchLine};
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
@@ -197,7 +199,7 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
     let match_ms = start.elapsed().as_secs_f64() * 1e3;
     let flags = homography
         .as_ref()
-        .map(|h| correct_flags(h, &f1.keypoints, &f2.keypoints, &matches));
+        .map(|h| correct_matches(h, &f1.keypoints, &f2.keypoints, &matches).collect::<Vec<_>>());
     let correct = flags.as_ref().map(|f| f.iter().filter(|&&c| c).count());
     human.line(&format!(
         "{} keypoints in {}, {} in {}; {} matches ({} descriptors, {:.1} ms) on {} ({})",

@@ -10,23 +10,19 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use surfcl_core::Keypoint;
-use surfcl_core::homography::{Homography, is_correct, repeatability};
-use surfcl_core::matcher::Match;
+use surfcl_core::homography::{CORRECT_TOLERANCE_PX, correct_matches, repeatability};
 
 use super::args::{DetectOptions, MatchOptions};
 use super::output::{Human, JsonOutput, persist_all};
-use crate::backend::{Features, open_backend};
+use crate::backend::Features;
 use crate::error::Error;
 use crate::io::{load_gray, load_homography};
+use crate::open_backend;
 use crate::report::{EvalPair, EvalReport, ParamsJson, ratio};
 use surfcl_core::config::Named;
 
 /// Image extensions looked for, in this order of preference.
 const EXTENSIONS: [&str; 6] = ["pgm", "png", "ppm", "jpg", "jpeg", "pnm"];
-
-/// Correctness tolerance of a match, pixels (the design's 3 px).
-pub const CORRECT_TOLERANCE_PX: f32 = 3.0;
 
 /// `surfcl eval`.
 #[derive(Debug, Clone, Args)]
@@ -91,25 +87,6 @@ pub fn find_oxford_sequence(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), 
     Ok((images, homographies))
 }
 
-/// For each match, whether the homography maps the query point within
-/// [`CORRECT_TOLERANCE_PX`] of the train point. Matches with out-of-range indices count as wrong.
-pub fn correct_flags(
-    h: &Homography,
-    query: &[Keypoint],
-    train: &[Keypoint],
-    matches: &[Match],
-) -> Vec<bool> {
-    matches
-        .iter()
-        .map(
-            |m| match (query.get(m.query as usize), train.get(m.train as usize)) {
-                (Some(a), Some(b)) => is_correct(h, a, b, CORRECT_TOLERANCE_PX),
-                _ => false,
-            },
-        )
-        .collect()
-}
-
 /// `surfcl eval`.
 pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     let descriptor = args.matching.descriptor_kind();
@@ -146,8 +123,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     for (k, (second, h)) in others.iter().zip(&homographies).enumerate() {
         bar.set_message(format!("match 1-{}", k + 2));
         let matches = backend.match_features(&first, second, &config, descriptor)?;
-        let correct = correct_flags(h, &first.keypoints, &second.keypoints, &matches)
-            .into_iter()
+        let correct = correct_matches(h, &first.keypoints, &second.keypoints, &matches)
             .filter(|&c| c)
             .count();
         let mut scratch = vec![0u32; second.keypoints.len()];

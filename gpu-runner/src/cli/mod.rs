@@ -23,6 +23,7 @@
 //! output behind (see `output`).
 
 mod args;
+mod bench;
 mod commands;
 mod eval;
 pub(crate) mod output;
@@ -126,9 +127,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
-/// `surfcl bench`: dispatched to [`crate::bench::run`].
+/// `surfcl bench`: dispatched to [`bench::run`].
 fn bench(args: &BenchArgs) -> Result<ExitCode, Error> {
-    crate::bench::run(
+    bench::run(
         args,
         args.detect.backend_choice(),
         args.detect.device.as_deref(),

@@ -402,7 +402,7 @@ impl DetectorConfig {
 }
 
 /// A detector on one OpenCL device (SURF or Harris), reused for every frame: the public handle
-/// of [`DetectorConfig::open`].
+/// of the detector registration (`DetectorConfig`).
 #[derive(Debug)]
 pub struct Detector {
     kernels: Box<dyn DetectorKernels>,

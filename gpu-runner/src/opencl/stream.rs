@@ -53,7 +53,7 @@ use crate::backend::StageTiming;
 pub struct StreamFrame {
     /// Position of the frame in the input sequence (skipped frames count).
     pub index: usize,
-    /// Keypoints, strongest first (as [`Pipeline::detect`]).
+    /// Keypoints, strongest first (as [`super::Detector::detect`]).
     pub keypoints: Vec<Keypoint>,
     /// Unit-length descriptors, same order.
     pub descriptors: Vec<Descriptor>,

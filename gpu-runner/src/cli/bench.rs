@@ -26,18 +26,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cli::output::{JsonOutput, persist_all, stderr_line, stdout_line};
+use super::output::{JsonOutput, persist_all, stderr_line, stdout_line};
 
 use serde_json::{Value, json};
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use crate::backend::{
-    BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming, open_backend,
-};
-use crate::cli::{BenchArgs, ImageSize};
+use super::{BenchArgs, ImageSize};
+use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming};
 use crate::error::Error;
+use crate::open_backend;
 use crate::opencl::{
     Detector, DetectorConfig, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline,
 };
