@@ -122,13 +122,13 @@ pub(crate) struct Record<'a>(&'a [u32; RECORD_WORDS]);
 impl<'a> Record<'a> {
     /// The first `count` records after the header of `words` (fewer when the readback is
     /// shorter).
-    pub(crate) fn all(words: &'a [u32], count: usize) -> impl Iterator<Item = Record<'a>> {
-        words
+    pub(crate) fn all(words: &'a [u32], count: usize) -> impl ExactSizeIterator<Item = Record<'a>> {
+        // Exact size, so that collecting the keypoints and descriptors allocates once.
+        let (records, _) = words
             .get(HEADER_WORDS..)
             .unwrap_or_default()
-            .chunks_exact(RECORD_WORDS)
-            .take(count)
-            .filter_map(|r| r.try_into().ok().map(Record))
+            .as_chunks::<RECORD_WORDS>();
+        records.iter().take(count).map(Record)
     }
 
     /// The keypoint.
