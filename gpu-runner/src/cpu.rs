@@ -257,8 +257,9 @@ const KEYPOINTS_PER_TASK: usize = 32;
 const ROWS_PER_TASK: usize = 8;
 
 /// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`) in bands of
-/// [`ROWS_PER_TASK`] rows on `pool`: each band is [`surf::fill_octave_rows`] into its own slice,
-/// so the maps are exactly the single-threaded ones.
+/// [`ROWS_PER_TASK`] rows on `pool`: each band is [`surf::fill_octave_rows_with_columns`] into its
+/// own slice (with a column scratch per worker), so the maps are exactly the single-threaded
+/// ones, which are [`surf::fill_octave_rows`]'s.
 fn fill_parallel(
     ii: &IntegralImage<'_>,
     config: &surf::SurfConfig,
@@ -268,17 +269,25 @@ fn fill_parallel(
     maps: &mut [u32],
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), surf::SurfError> {
+    let columns = || vec![0u32; surf::column_scratch_len(ii.width())];
     let Some(pool) = pool.filter(|_| grid_h > ROWS_PER_TASK && grid_w > 0) else {
-        return surf::fill_octave_rows(ii, config, octave, 0..grid_h, maps);
+        return surf::fill_octave_rows_with_columns(
+            ii,
+            config,
+            octave,
+            0..grid_h,
+            maps,
+            &mut columns(),
+        );
     };
     let words_per_row = maps.len() / grid_h;
     pool.install(|| {
         maps.par_chunks_mut(ROWS_PER_TASK * words_per_row)
             .enumerate()
-            .try_for_each(|(band, chunk)| {
+            .try_for_each_init(columns, |columns, (band, chunk)| {
                 let first = band * ROWS_PER_TASK;
                 let rows = first..(first + ROWS_PER_TASK).min(grid_h);
-                surf::fill_octave_rows(ii, config, octave, rows, chunk)
+                surf::fill_octave_rows_with_columns(ii, config, octave, rows, chunk, columns)
             })
     })
 }

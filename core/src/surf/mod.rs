@@ -66,14 +66,15 @@ mod response;
 pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
     DetectStats, Refinement, ResponseCube, SampleSite, detect, detect_with_fill, exact_cube,
-    fill_octave_rows, nms_border, refine_candidate, refine_exact,
+    fill_octave_rows, fill_octave_rows_with_columns, nms_border, refine_candidate, refine_exact,
 };
 pub use fixed::{
     FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,
 };
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
 pub use response::{
-    RESPONSE_NORMS, compute_octave_f32, compute_octave_packed, response_at, response_norm,
+    RESPONSE_NORMS, column_scratch_len, compute_octave_f32, compute_octave_packed, response_at,
+    response_norm,
 };
 
 /// Largest number of octaves.

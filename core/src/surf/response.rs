@@ -209,6 +209,138 @@ fn for_each_sample(
     }
 }
 
+/// [`for_each_sample`] a grid row and a filter at a time, with the column sums of
+/// [`ColumnFilter`] in `columns` (at least [`column_scratch_len`] words): calls
+/// `f(sample_index, interval, response)` once per sample and interval. For each grid row and
+/// filter, the five vertical differences of the integral table its boxes span are taken once
+/// (contiguous, vectorised); a sample whose footprint is inside the image then costs 16 reads of
+/// them instead of 32 scattered table reads. The box sums are the same `u32` values (wrapping
+/// differences commute), so every response is bit-identical.
+fn for_each_response(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    columns: &mut [u32],
+    mut f: impl FnMut(usize, usize, (f32, i8)),
+) {
+    let step = sample_step(config, octave);
+    let (gw, gh) = grid_size(ii.width(), ii.height(), step);
+    let filters = octave_filters(ii, octave);
+    let stride = ii.width() + 1;
+    let Some(v) = columns.get_mut(..SPANS * stride) else {
+        return for_each_sample(ii, config, octave, rows, |i, r| {
+            for (k, &resp) in r.iter().enumerate() {
+                f(i, k, resp);
+            }
+        });
+    };
+    let step = step as i32;
+    let first = rows.start;
+    for sy in rows.start.min(gh)..rows.end.min(gh) {
+        let row = sy as i32 * step;
+        let base = (sy - first) * gw;
+        for (k, filter) in filters.iter().enumerate() {
+            let cf = ColumnFilter::new(filter);
+            let inside_rows = cf.rows_inside(ii, row);
+            if inside_rows {
+                cf.column_sums(ii, row, v);
+            }
+            for sx in 0..gw {
+                let col = sx as i32 * step;
+                let resp = if inside_rows && cf.cols_inside(ii, col) {
+                    cf.response(v, stride, col)
+                } else {
+                    filter.response(ii, row, col)
+                };
+                f(base + sx, k, resp);
+            }
+        }
+    }
+}
+
+/// Row spans whose vertical differences a filter's eight boxes share: boxes 0 and 1 (Dxx), 2
+/// and 3 (Dyy), 4 and 6, 5 and 7 (the Dxy quadrants above and below).
+const SPANS: usize = 5;
+/// The span of each box of [`Filter::rects_of`].
+const SPAN_OF_BOX: [usize; 8] = [0, 0, 1, 2, 3, 4, 3, 4];
+
+/// Words of the `columns` scratch of [`fill_octave_rows_with_columns`](super::fill_octave_rows_with_columns)
+/// for an image `width` pixels wide: five rows of the integral table's width.
+pub const fn column_scratch_len(width: usize) -> usize {
+    SPANS * (width + 1)
+}
+
+/// A filter's boxes as column ranges of row-span differences ([`for_each_response`]).
+#[derive(Debug, Clone, Copy)]
+struct ColumnFilter {
+    /// First table row (relative to the sample row) and row count of each span.
+    spans: [(i32, i32); SPANS],
+    /// Per box: its span and its first and one-past-last column relative to the sample.
+    boxes: [(usize, i32, i32); 8],
+    half: i32,
+    norm: f32,
+}
+
+impl ColumnFilter {
+    fn new(filter: &Filter) -> Self {
+        let rects = Filter::rects_of(filter.size);
+        let mut spans = [(0, 0); SPANS];
+        let mut boxes = [(0, 0, 0); 8];
+        for (q, r) in rects.iter().enumerate() {
+            spans[SPAN_OF_BOX[q]] = (r[0], r[2]);
+            boxes[q] = (SPAN_OF_BOX[q], r[1], r[1] + r[3]);
+        }
+        Self {
+            spans,
+            boxes,
+            half: filter.half,
+            norm: filter.norm,
+        }
+    }
+
+    /// Whether the footprint's rows are inside the image at pixel row `row`.
+    fn rows_inside(&self, ii: &IntegralImage, row: i32) -> bool {
+        row - self.half >= 0 && i64::from(row + self.half) < ii.height() as i64
+    }
+
+    /// Whether the footprint's columns are inside the image at pixel column `col`.
+    fn cols_inside(&self, ii: &IntegralImage, col: i32) -> bool {
+        col - self.half >= 0 && i64::from(col + self.half) < ii.width() as i64
+    }
+
+    /// `v[span * stride + c] = T[r1][c] - T[r0][c]` (wrapping) for every column `c` of the
+    /// table, the rows `r0 = row + first`, `r1 = r0 + count` of each span (rows inside).
+    fn column_sums(&self, ii: &IntegralImage, row: i32, v: &mut [u32]) {
+        let t = ii.table();
+        let stride = ii.width() + 1;
+        for ((first, count), out) in self.spans.iter().zip(v.chunks_exact_mut(stride)) {
+            let r0 = (row + first) as usize;
+            let r1 = r0 + *count as usize;
+            let (top, bottom) = (&t[r0 * stride..][..stride], &t[r1 * stride..][..stride]);
+            for ((d, &a), &b) in out.iter_mut().zip(top).zip(bottom) {
+                *d = b.wrapping_sub(a);
+            }
+        }
+    }
+
+    /// [`Filter::response`] at pixel column `col` from the column sums `v` of its row.
+    #[inline(always)]
+    fn response(&self, v: &[u32], stride: usize, col: i32) -> (f32, i8) {
+        let mut s = [0i64; 8];
+        for (sum, &(span, c0, c1)) in s.iter_mut().zip(self.boxes.iter()) {
+            let base = span * stride;
+            let a = v[base + (col + c0) as usize];
+            let b = v[base + (col + c1) as usize];
+            *sum = i64::from(b.wrapping_sub(a));
+        }
+        let (dxx, dyy, dxy) = (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7]);
+        let det = 100 * dxx * dyy - 81 * dxy * dxy;
+        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
+        ((det as f32) * self.norm, laplacian)
+    }
+}
+
 /// Checks config and octave, returns the number of samples of the octave's grid.
 fn octave_samples(
     ii: &IntegralImage,
@@ -263,7 +395,7 @@ pub fn compute_octave_packed(
             actual: out.len(),
         });
     }
-    fill_packed(ii, config, octave, table, 0..usize::MAX, out);
+    fill_packed(ii, config, octave, table, 0..usize::MAX, None, out);
     Ok(())
 }
 
@@ -274,14 +406,20 @@ pub(crate) fn fill_f32_bits(
     config: &SurfConfig,
     octave: u32,
     rows: Range<usize>,
+    columns: Option<&mut [u32]>,
     out: &mut [u32],
 ) {
     debug_assert!(words_per_sample(super::Precision::F32) == 4);
-    for_each_sample(ii, config, octave, rows, |i, r| {
-        for (k, (v, _)) in r.iter().enumerate() {
+    match columns {
+        Some(columns) => for_each_response(ii, config, octave, rows, columns, |i, k, (v, _)| {
             out[i * 4 + k] = v.to_bits();
-        }
-    });
+        }),
+        None => for_each_sample(ii, config, octave, rows, |i, r| {
+            for (k, (v, _)) in r.iter().enumerate() {
+                out[i * 4 + k] = v.to_bits();
+            }
+        }),
+    }
 }
 
 /// The packed words of `octave` into `out` (length checked by the caller).
@@ -291,13 +429,26 @@ pub(crate) fn fill_packed(
     octave: u32,
     table: &PackedCodeTable,
     rows: Range<usize>,
+    columns: Option<&mut [u32]>,
     out: &mut [u32],
 ) {
-    for_each_sample(ii, config, octave, rows, |i, r| {
-        let mut word = 0u32;
-        for (k, (v, lap)) in r.iter().enumerate() {
-            word |= u32::from(pack_byte(table.code(*v), *lap)) << (8 * k);
+    let byte = |v: f32, lap: i8| u32::from(pack_byte(table.code(v), lap));
+    match columns {
+        Some(columns) => {
+            let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(config, octave));
+            let visited = rows.end.min(gh).saturating_sub(rows.start.min(gh));
+            // Interval by interval: each word gets its four bytes OR-ed in.
+            out[..visited * gw].fill(0);
+            for_each_response(ii, config, octave, rows, columns, |i, k, (v, lap)| {
+                out[i] |= byte(v, lap) << (8 * k);
+            });
         }
-        out[i] = word;
-    });
+        None => for_each_sample(ii, config, octave, rows, |i, r| {
+            let mut word = 0u32;
+            for (k, &(v, lap)) in r.iter().enumerate() {
+                word |= byte(v, lap) << (8 * k);
+            }
+            out[i] = word;
+        }),
+    }
 }
