@@ -76,14 +76,34 @@ trait Element: OclPrm {
     const KERNEL: &'static str;
     /// Whether the kernel's local tile is `float4` (16 per descriptor) rather than `T` (64).
     const VEC4_TILE: bool;
+    /// What the 2-NN keys of this element type encode.
+    const KEY: KeyKind;
+    /// The matcher's descriptor buffers for this element type.
+    fn sides(m: &mut GpuMatcher) -> &mut Option<Sides<Self>>;
+    /// The work-group size of this element type's kernel.
+    fn local(m: &GpuMatcher) -> usize;
 }
 impl Element for f32 {
     const KERNEL: &'static str = "nn2_f32";
     const VEC4_TILE: bool = true;
+    const KEY: KeyKind = KeyKind::F32;
+    fn sides(m: &mut GpuMatcher) -> &mut Option<Sides<Self>> {
+        &mut m.f32_sides
+    }
+    fn local(m: &GpuMatcher) -> usize {
+        m.local_f32
+    }
 }
 impl Element for i8 {
     const KERNEL: &'static str = "nn2_q7";
     const VEC4_TILE: bool = false;
+    const KEY: KeyKind = KeyKind::Q7;
+    fn sides(m: &mut GpuMatcher) -> &mut Option<Sides<Self>> {
+        &mut m.q7_sides
+    }
+    fn local(m: &GpuMatcher) -> usize {
+        m.local_q7
+    }
 }
 
 impl GpuMatcher {
@@ -454,21 +474,7 @@ impl GpuMatcher {
         reverse: bool,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        check_lengths(
-            query.len(),
-            query_signs.len(),
-            train.len(),
-            train_signs.len(),
-        )?;
-        let local = self.local_f32;
-        self.nearest(
-            |m| &mut m.f32_sides,
-            local,
-            (query.as_flattened(), query_signs),
-            (train.as_flattened(), train_signs),
-            reverse,
-            timings,
-        )
+        self.nearest_of((query, query_signs), (train, train_signs), reverse, timings)
     }
 
     /// The raw 2-NN of Q7 descriptors (see [`GpuMatcher::nearest_f32`]).
@@ -481,25 +487,30 @@ impl GpuMatcher {
         reverse: bool,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        check_lengths(
-            query.len(),
-            query_signs.len(),
-            train.len(),
-            train_signs.len(),
-        )?;
-        let local = self.local_q7;
+        self.nearest_of((query, query_signs), (train, train_signs), reverse, timings)
+    }
+
+    /// The 2-NN of descriptors of either element type, with their signs.
+    fn nearest_of<T: Element>(
+        &mut self,
+        query: (&[[T; 64]], &[i8]),
+        train: (&[[T; 64]], &[i8]),
+        reverse: bool,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
+        check_lengths(query.0.len(), query.1.len(), train.0.len(), train.1.len())?;
+        let local = T::local(self);
+        let (q, t) = (query.0.as_flattened(), train.0.as_flattened());
         self.nearest(
-            |m| &mut m.q7_sides,
+            T::sides,
             local,
-            (query.as_flattened(), query_signs),
-            (train.as_flattened(), train_signs),
+            (q, query.1),
+            (t, train.1),
             reverse,
             timings,
         )
     }
 
-    /// The 2-NN over one descriptor type (lengths already checked): grows that type's device
-    /// buffers when a set is larger than any before (never per call otherwise), then runs.
     fn nearest<T: Element>(
         &mut self,
         slot: fn(&mut Self) -> &mut Option<Sides<T>>,
@@ -540,19 +551,7 @@ impl GpuMatcher {
         config: &MatchConfig,
         timings: &mut MatchTimings,
     ) -> Result<Vec<Match>, OpenClError> {
-        let t0 = Instant::now();
-        let (qs, ts) = signs(query_kps, train_kps, config)?;
-        let (fwd, rev) = self.nearest_f32(
-            query,
-            &qs,
-            train,
-            &ts,
-            config.cross_check,
-            &mut timings.stages,
-        )?;
-        let out = decide(&fwd, rev.as_ref(), config, KeyKind::F32);
-        timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-        Ok(out)
+        self.match_of((query_kps, query), (train_kps, train), config, timings)
     }
 
     /// Matches Q7 descriptors with the semantics of `surfcl_core::matcher::match_q7`.
@@ -565,17 +564,24 @@ impl GpuMatcher {
         config: &MatchConfig,
         timings: &mut MatchTimings,
     ) -> Result<Vec<Match>, OpenClError> {
+        self.match_of((query_kps, query), (train_kps, train), config, timings)
+    }
+
+    /// Matches descriptors of either element type: the device's 2-NN, then the core's
+    /// decisions.
+    fn match_of<T: Element>(
+        &mut self,
+        query: (&[Keypoint], &[[T; 64]]),
+        train: (&[Keypoint], &[[T; 64]]),
+        config: &MatchConfig,
+        timings: &mut MatchTimings,
+    ) -> Result<Vec<Match>, OpenClError> {
         let t0 = Instant::now();
-        let (qs, ts) = signs(query_kps, train_kps, config)?;
-        let (fwd, rev) = self.nearest_q7(
-            query,
-            &qs,
-            train,
-            &ts,
-            config.cross_check,
-            &mut timings.stages,
-        )?;
-        let out = decide(&fwd, rev.as_ref(), config, KeyKind::Q7);
+        let (qs, ts) = signs(query.0, train.0, config)?;
+        let reverse = config.cross_check;
+        let (fwd, rev) =
+            self.nearest_of((query.1, &qs), (train.1, &ts), reverse, &mut timings.stages)?;
+        let out = decide(&fwd, rev.as_ref(), config, T::KEY);
         timings.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         Ok(out)
     }
