@@ -127,14 +127,16 @@ fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
 /// port it operation by operation).
 #[inline]
 fn angle(x: f32, y: f32) -> f32 {
-    let a = math::atan2f(y, x);
-    if a < 0.0 {
-        let b = a + 2.0 * PI;
-        // a tiny negative angle rounds up to 2 pi exactly
-        if b >= 2.0 * PI { 0.0 } else { b }
-    } else {
-        a
-    }
+    to_turn(math::atan2f(y, x))
+}
+
+/// An angle of `[-pi, pi]` mapped into `[0, 2 pi)` (branch-free: both values are computed).
+#[inline(always)]
+fn to_turn(a: f32) -> f32 {
+    let b = a + 2.0 * PI;
+    // a tiny negative angle rounds up to 2 pi exactly
+    let wrapped = if b >= 2.0 * PI { 0.0 } else { b };
+    if a < 0.0 { wrapped } else { a }
 }
 
 /// Entries of the per-keypoint 1-D Gaussian table of [`describe`]: every distance of keypoints
@@ -263,11 +265,26 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     let [lo0, hi0, lo1, hi1] = &WINDOW_INTERVALS;
     let mut sum_x = [0f32; WINDOW_SLOTS];
     let mut sum_y = [0f32; WINDOW_SLOTS];
-    for &(i, j, w) in &ORIENTATION_GRID {
+    // The weighted responses first, then all their angles in one loop: with no zero or
+    // non-finite response (the usual keypoint) that loop is branch-free and vectorises.
+    let mut responses = [(0f32, 0f32); ORIENTATION_SAMPLES];
+    for (out, &(i, j, w)) in responses.iter_mut().zip(&ORIENTATION_GRID) {
         let (i, j) = (i32::from(i), i32::from(j));
         let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
-        let (res_x, res_y) = (w * hx, w * hy);
-        let a = angle(res_x, res_y);
+        *out = (w * hx, w * hy);
+    }
+    let mut angles = [0f32; ORIENTATION_SAMPLES];
+    let regular = responses
+        .iter()
+        .all(|&(x, y)| x.is_finite() && y.is_finite() && (x != 0.0 || y != 0.0));
+    for (a, &(x, y)) in angles.iter_mut().zip(&responses) {
+        *a = if regular {
+            to_turn(math::atan2f_regular(y, x))
+        } else {
+            angle(x, y)
+        };
+    }
+    for (&(res_x, res_y), &a) in responses.iter().zip(&angles) {
         for k in 0..WINDOW_SLOTS {
             let inside = ((lo0[k] < a) & (a < hi0[k])) | ((lo1[k] < a) & (a < hi1[k]));
             sum_x[k] += if inside { res_x } else { 0.0 };
