@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn the_regular_atan2f_gives_atan2f_bits() {
         let mut rng = StdRng::seed_from_u64(17);
-        let mut check = |y: f32, x: f32| {
+        let check = |y: f32, x: f32| {
             if x.is_finite() && y.is_finite() && (x != 0.0 || y != 0.0) {
                 assert_eq!(
                     atan2f_regular(y, x).to_bits(),
