@@ -335,62 +335,61 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     let haar_size = 2 * math::roundf(scale) as i32;
     let sigma1 = 2.5 * scale;
     let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
-    let gauss = SampleGaussian::new(scale, co, si, inv_two_sigma1_sq);
+    let gauss = SampleGaussian::new(x, y, scale, co, si, inv_two_sigma1_sq);
     // A sample's position is `x + (-l s sin + k s cos)`, `y + (l s cos + k s sin)`; the products
     // depend on one index each, so they are computed once per index (same operations, same bits).
-    let mut along_l = [(0f32, 0f32); 24];
+    let mut along_l_x = [0f32; 24];
+    let mut along_l_y = [0f32; 24];
     let mut along_k = [(0f32, 0f32); 24];
-    for (idx, (l_part, k_part)) in along_l.iter_mut().zip(along_k.iter_mut()).enumerate() {
+    for idx in 0..24 {
         let f = (idx as i32 - 12) as f32;
-        *l_part = (-f * scale * si, f * scale * co);
-        *k_part = (f * scale * co, f * scale * si);
+        (along_l_x[idx], along_l_y[idx]) = (-f * scale * si, f * scale * co);
+        along_k[idx] = (f * scale * co, f * scale * si);
     }
-    // The sub-region centres (OpenSURF's xs, ys), sub-region (a, b) at a * 4 + b.
-    let mut centres = [(0i32, 0i32); 16];
+    // The sub-region centres (OpenSURF's xs, ys) of sub-region (a, b), at [a][b].
+    let mut centre_x = [[0i32; 4]; 4];
+    let mut centre_y = [[0i32; 4]; 4];
     for (a, &ka) in SUBREGION_START.iter().enumerate() {
         for (b, &lb) in SUBREGION_START.iter().enumerate() {
             let ix = (ka as i32 - 12 + 5) as f32;
             let jx = (lb as i32 - 12 + 5) as f32;
-            centres[a * 4 + b] = (
-                math::round_to_i32(x + (-jx * scale * si + ix * scale * co)),
-                math::round_to_i32(y + (jx * scale * co + ix * scale * si)),
-            );
+            centre_x[a][b] = math::round_to_i32(x + (-jx * scale * si + ix * scale * co));
+            centre_y[a][b] = math::round_to_i32(y + (jx * scale * co + ix * scale * si));
         }
     }
-    // (dx, dy, |dx|, |dy|) of each sub-region, at 4 (a * 4 + b); weighted and normalised in
-    // place at the end (no second 64-entry array on the stack).
-    let mut desc = [0f32; DESCRIPTOR_LEN];
-    let mut row = [SampleRow::default(); 24];
+    // (sum dx, sum dy, sum |dx|, sum |dy|) of sub-region (a, b), at [a][b]: the four
+    // sub-regions of one sub-region row side by side, so that one row's nine samples are added
+    // to all four as 4-lane vectors (each lane in its own sample order).
+    let mut sums = SubregionSums::default();
+    let mut row = SampleRow::default();
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
-        for (sample, &(l_x, l_y)) in row.iter_mut().zip(along_l.iter()) {
-            let sample_x = math::round_to_i32(x + (l_x + k_x));
-            let sample_y = math::round_to_i32(y + (l_y + k_y));
-            let (rx, ry) = haar_xy(ii, sample_y, sample_x, haar_size);
-            // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
-            *sample = SampleRow {
-                x: sample_x,
-                y: sample_y,
-                u: -rx * si + ry * co,
-                v: rx * co + ry * si,
-            };
+        for l in 0..24 {
+            row.x[l] = math::round_to_i32(x + (along_l_x[l] + k_x));
+            row.y[l] = math::round_to_i32(y + (along_l_y[l] + k_y));
+        }
+        haar_row(ii, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
+        // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
+        for (u, v) in row.u.iter_mut().zip(row.v.iter_mut()) {
+            let (rx, ry) = (*u, *v);
+            *u = -rx * si + ry * co;
+            *v = rx * co + ry * si;
         }
         for a in subregions_of(kk) {
-            for (b, &start) in SUBREGION_START.iter().enumerate() {
-                let (xs, ys) = centres[a * 4 + b];
-                let acc = &mut desc[(a * 4 + b) * 4..][..4];
-                let (mut dx, mut dy, mut mdx, mut mdy) = (acc[0], acc[1], acc[2], acc[3]);
-                for sample in &row[start..start + 9] {
-                    let g = gauss.factor(xs - sample.x) * gauss.factor(ys - sample.y);
-                    let rrx = g * sample.u;
-                    let rry = g * sample.v;
-                    dx += rrx;
-                    dy += rry;
-                    mdx += math::fabsf(rrx);
-                    mdy += math::fabsf(rry);
-                }
-                acc.copy_from_slice(&[dx, dy, mdx, mdy]);
+            if gauss.covers_every_distance {
+                add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
+                    gauss.table[d as usize & (GAUSS_TABLE - 1)]
+                });
+            } else {
+                add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
+                    gauss.factor(d)
+                });
             }
         }
+    }
+    let mut desc = [0f32; DESCRIPTOR_LEN];
+    for (r, acc) in desc.chunks_exact_mut(4).enumerate() {
+        let (a, b) = (r / 4, r % 4);
+        acc.copy_from_slice(&[sums.dx[a][b], sums.dy[a][b], sums.mdx[a][b], sums.mdy[a][b]]);
     }
     let mut len = 0f32;
     for (acc, &gauss2) in desc.chunks_exact_mut(4).zip(SUBREGION_WEIGHTS.iter()) {
@@ -409,14 +408,146 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
     desc
 }
 
-/// One sample of a descriptor row: its pixel and its Haar responses rotated into the keypoint
-/// frame.
+/// Adds the samples of one descriptor row to the four sub-regions of sub-region row `a` (centres
+/// `xs`, `ys`), as 4-lane vectors: lane `b` takes samples `5 b .. 5 b + 9` in order, so each
+/// sub-region's sums are those of the sample-by-sample loop. `factor(|d|)` is the 1-D weight.
+#[inline(always)]
+fn add_row(
+    sums: &mut SubregionSums,
+    a: usize,
+    row: &SampleRow,
+    xs: &[i32; 4],
+    ys: &[i32; 4],
+    factor: impl Fn(u32) -> f32,
+) {
+    let (mut dx, mut dy) = (sums.dx[a], sums.dy[a]);
+    let (mut mdx, mut mdy) = (sums.mdx[a], sums.mdy[a]);
+    for j in 0..9 {
+        let mut g = [0f32; 4];
+        let mut u = [0f32; 4];
+        let mut v = [0f32; 4];
+        for b in 0..4 {
+            let l = 5 * b + j;
+            g[b] = factor((xs[b] - row.x[l]).unsigned_abs())
+                * factor((ys[b] - row.y[l]).unsigned_abs());
+            u[b] = row.u[l];
+            v[b] = row.v[l];
+        }
+        for b in 0..4 {
+            let rrx = g[b] * u[b];
+            let rry = g[b] * v[b];
+            dx[b] += rrx;
+            dy[b] += rry;
+            mdx[b] += math::fabsf(rrx);
+            mdy[b] += math::fabsf(rry);
+        }
+    }
+    (sums.dx[a], sums.dy[a]) = (dx, dy);
+    (sums.mdx[a], sums.mdy[a]) = (mdx, mdy);
+}
+
+/// The 24 samples of one descriptor row: pixels, then Haar responses (`u`, `v` hold `dx`, `dy`
+/// until they are rotated into the keypoint frame in place).
 #[derive(Debug, Clone, Copy, Default)]
 struct SampleRow {
-    x: i32,
-    y: i32,
-    u: f32,
-    v: f32,
+    x: [i32; 24],
+    y: [i32; 24],
+    u: [f32; 24],
+    v: [f32; 24],
+}
+
+/// The descriptor's sums per sub-region `(a, b)`, at `[a][b]`.
+#[derive(Debug, Clone, Copy, Default)]
+struct SubregionSums {
+    dx: [[f32; 4]; 4],
+    dy: [[f32; 4]; 4],
+    mdx: [[f32; 4]; 4],
+    mdy: [[f32; 4]; 4],
+}
+
+/// Largest Haar half-size of [`haar_row`]'s fast path: a half box (`2 h x h` pixels of at most
+/// 255) then sums to less than `2^31`, so the difference of two halves is exact in `i32`.
+const MAX_ROW_HALF: i32 = 2048;
+
+/// The Haar pairs of [`haar_xy`] for one descriptor row of samples `(ys[l], xs[l])`, size `s`,
+/// into `hx`, `hy`. When every footprint of the row lies inside the image (the usual row), the
+/// nine table corners of each sample are read first and the box arithmetic runs over the whole
+/// row at once (the same wrapping `u32` sums; their `i32` difference is the `i64` one, as both
+/// halves are below `2^31`, and converts to the same `f32`). Otherwise sample by sample.
+#[inline(always)]
+fn haar_row(
+    ii: &IntegralImage,
+    xs: &[i32; 24],
+    ys: &[i32; 24],
+    s: i32,
+    hx: &mut [f32; 24],
+    hy: &mut [f32; 24],
+) {
+    let h = s / 2;
+    let (w, ht) = (ii.width() as i32, ii.height() as i32);
+    let (mut x_min, mut x_max, mut y_min, mut y_max) = (xs[0], xs[0], ys[0], ys[0]);
+    for (&x, &y) in xs.iter().zip(ys) {
+        x_min = x_min.min(x);
+        x_max = x_max.max(x);
+        y_min = y_min.min(y);
+        y_max = y_max.max(y);
+    }
+    let inside = s >= 2
+        && s % 2 == 0
+        && h <= MAX_ROW_HALF
+        && x_min >= h
+        && y_min >= h
+        && x_max <= w - h
+        && y_max <= ht - h;
+    if !inside {
+        for l in 0..24 {
+            (hx[l], hy[l]) = haar_xy(ii, ys[l], xs[l], s);
+        }
+        return;
+    }
+    let t = ii.table();
+    let stride = w as usize + 1;
+    let (h_rows, h_cols) = (h as usize * stride, h as usize);
+    // The nine corners of each sample: rows y - h, y, y + h by columns x - h, x, x + h.
+    let mut corners = [[0u32; 24]; 8];
+    for l in 0..24 {
+        let centre = ys[l] as usize * stride + xs[l] as usize;
+        let (top, bottom) = (centre - h_rows, centre + h_rows);
+        let row_corners = [
+            t[top - h_cols],
+            t[top],
+            t[top + h_cols],
+            t[centre - h_cols],
+            t[centre + h_cols],
+            t[bottom - h_cols],
+            t[bottom],
+            t[bottom + h_cols],
+        ];
+        for (k, &v) in row_corners.iter().enumerate() {
+            corners[k][l] = v;
+        }
+    }
+    let [a, b, c, d, f, g, m, i] = &corners;
+    for l in 0..24 {
+        let right = i[l]
+            .wrapping_sub(c[l])
+            .wrapping_sub(m[l])
+            .wrapping_add(b[l]);
+        let left = m[l]
+            .wrapping_sub(b[l])
+            .wrapping_sub(g[l])
+            .wrapping_add(a[l]);
+        let lower = i[l]
+            .wrapping_sub(f[l])
+            .wrapping_sub(g[l])
+            .wrapping_add(d[l]);
+        let upper = f[l]
+            .wrapping_sub(c[l])
+            .wrapping_sub(d[l])
+            .wrapping_add(a[l]);
+        hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
+        hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
+    }
 }
 
 /// The sample weight of [`describe`] is the product of two 1-D factors `e(|ddx|) e(|ddy|)` with
@@ -425,16 +556,23 @@ struct SampleGaussian {
     table: [f32; GAUSS_TABLE],
     /// Entries `0..filled` of `table` are set.
     filled: usize,
+    /// Every distance a sample can have from its sub-region centre is below `filled` (the
+    /// keypoint lies where `f32` positions are finer than a pixel and its reach fits the
+    /// table): the descriptor may then look distances up without a test.
+    covers_every_distance: bool,
     inv_two_sigma1_sq: f32,
 }
 
 impl SampleGaussian {
     /// `|ddx| <= 5 scale (|cos| + |sin|) + 1`: sample and sub-region centre are at most 5 sample
-    /// spacings apart on each rotated axis, and rounding adds at most 1; larger distances (and
-    /// scales beyond the table) compute the factor directly, with the same operations.
-    fn new(scale: f32, co: f32, si: f32, inv_two_sigma1_sq: f32) -> Self {
+    /// spacings apart on each rotated axis, and rounding adds at most 1 (the table reaches one
+    /// further, for the `f32` error of the products); larger distances (and scales beyond the table) compute the
+    /// factor directly, with the same operations. Far from the origin (`|x|` or `|y|` at least
+    /// `2^21`) positions round to coarser steps, so the bound is not relied on there.
+    fn new(kp_x: f32, kp_y: f32, scale: f32, co: f32, si: f32, inv_two_sigma1_sq: f32) -> Self {
         let reach = 5.0 * scale * (math::fabsf(co) + math::fabsf(si)) + 2.0;
-        let filled = if reach < GAUSS_TABLE as f32 {
+        let fits = reach < GAUSS_TABLE as f32;
+        let filled = if fits {
             reach as usize + 1
         } else {
             GAUSS_TABLE
@@ -443,9 +581,11 @@ impl SampleGaussian {
         for (d, v) in table.iter_mut().enumerate().take(filled) {
             *v = Self::compute(d as u32, inv_two_sigma1_sq);
         }
+        const NEAR: f32 = (1u32 << 21) as f32;
         Self {
             table,
             filled,
+            covers_every_distance: fits && math::fabsf(kp_x) < NEAR && math::fabsf(kp_y) < NEAR,
             inv_two_sigma1_sq,
         }
     }
@@ -454,14 +594,12 @@ impl SampleGaussian {
         math::expf(-((d as f32) * (d as f32)) * inv_two_sigma1_sq)
     }
 
-    /// `e(|dd|)`.
+    /// `e(d)` for a distance `d`.
     #[inline(always)]
-    fn factor(&self, dd: i32) -> f32 {
-        let d = dd.unsigned_abs() as usize;
-        if d < self.filled {
-            self.table[d]
-        } else {
-            Self::compute(d as u32, self.inv_two_sigma1_sq)
+    fn factor(&self, d: u32) -> f32 {
+        match self.table[..self.filled].get(d as usize) {
+            Some(&v) => v,
+            None => Self::compute(d, self.inv_two_sigma1_sq),
         }
     }
 }
@@ -807,6 +945,18 @@ mod tests {
         }
         assert_eq!(math::round_to_i32(f32::NAN), 0);
         assert_eq!(math::round_to_i32(1e20), i32::MAX);
+        assert_eq!(math::round_to_i32(-1e20), i32::MIN);
+        // Saturated truncations whose "fraction" is beyond one: no step past the limits.
+        for v in [
+            2147483648.0f32,
+            2147483904.0,
+            3e9,
+            -2147483648.0,
+            -2147483904.0,
+            -3e9,
+        ] {
+            assert_eq!(math::round_to_i32(v), math::roundf(v) as i32, "{v}");
+        }
     }
 
     #[test]

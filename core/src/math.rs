@@ -54,12 +54,17 @@ pub(crate) fn fabs(x: f64) -> f64 {
 /// gives 0.
 #[inline]
 pub(crate) fn round_to_i32(x: f32) -> i32 {
-    // `as` truncates toward zero; `x - trunc(x)` is exact in f32, so comparing the fraction with
-    // one half decides exactly like `roundf`. Beyond 2^23 every f32 is an integer (fraction 0).
-    // Branch-free (the fraction of a sample position is unpredictable): +1, -1 or 0.
+    // `as` truncates toward zero (saturating); `x - trunc(x)` is exact in f32, so comparing the
+    // fraction with one half decides exactly like `roundf`. A fraction of magnitude one or more
+    // only arises where `as` saturated (every f32 beyond 2^23 is an integer), and there the
+    // saturated value is the answer: so the step is never applied where it could overflow, and
+    // the whole function is compares and a wrapping add, which vectorise (a loop of sample
+    // positions rounds 4 or 8 at a time).
     let t = x as i32;
     let frac = x - t as f32;
-    t.saturating_add(i32::from(frac >= 0.5) - i32::from(frac <= -0.5))
+    let up = (frac >= 0.5) & (frac < 1.0);
+    let down = (frac <= -0.5) & (frac > -1.0);
+    t.wrapping_add(i32::from(up) - i32::from(down))
 }
 
 /// `2^k` for `k` in `-126..=127`, from its bits (exact).
