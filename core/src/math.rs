@@ -53,6 +53,9 @@ pub(crate) fn fabs(x: f64) -> f64 {
 /// descriptor rounds two sample coordinates per sample. Saturates outside the `i32` range; NaN
 /// gives 0.
 #[inline]
+// The comparisons are written out with `&` (not `contains`, which short-circuits): one select
+// per lane when a loop of positions is vectorised.
+#[allow(clippy::manual_range_contains)]
 pub(crate) fn round_to_i32(x: f32) -> i32 {
     // `as` truncates toward zero (saturating); `x - trunc(x)` is exact in f32, so comparing the
     // fraction with one half decides exactly like `roundf`. A fraction of magnitude one or more
