@@ -259,6 +259,12 @@ const WINDOW_INTERVALS: [[f32; WINDOW_SLOTS]; 4] = {
 // Not inlined: inside `describe_all` its locals would be added to `describe`'s in one frame.
 #[inline(never)]
 pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
+    assign_orientation_inlined(ii, kp);
+}
+
+/// The body of [`assign_orientation`], inlined where it is called (see [`describe_all_inlined`]).
+#[inline(always)]
+fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
     let r = math::roundf(kp.y) as i32;
     let c = math::roundf(kp.x) as i32;
@@ -323,6 +329,12 @@ fn subregions_of(kk: usize) -> core::ops::RangeInclusive<usize> {
 /// samples in OpenSURF's order, so its sums are those of the literal loop of
 /// `docs/ARCHITECTURE.md`, with well under 1 KB of per-row arrays on the stack.
 pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+    describe_inlined(ii, kp, upright)
+}
+
+/// The body of [`describe`], inlined where it is called (see [`describe_all_inlined`]).
+#[inline(always)]
+fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
     let scale = kp.scale;
     let x = math::roundf(kp.x);
     let y = math::roundf(kp.y);
@@ -630,9 +642,33 @@ pub fn describe_all(
     describe_each(ii, keypoints, upright, out, assign_orientation, describe)
 }
 
+/// [`describe_all`] with the orientation and descriptor loops inlined into the caller, for a
+/// caller compiled with wider vector instructions than the target's baseline: the std layer
+/// wraps it in a function with `#[target_feature(enable = "avx2")]` and calls that after run-time
+/// detection, so the loops written for SIMD (the orientation windows, the rows of samples) run
+/// 8 lanes wide instead of SSE2's 4. The results are the same bits: the same IEEE operations in
+/// the same order per element, and Rust never contracts a multiply and an add into an FMA.
+#[inline(always)]
+pub fn describe_all_inlined(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [Descriptor],
+) -> Result<(), DescribeError> {
+    describe_each(
+        ii,
+        keypoints,
+        upright,
+        out,
+        assign_orientation_inlined,
+        describe_inlined,
+    )
+}
+
 /// The loop of [`describe_all`] for any orientation and descriptor functions (the fixed-point
 /// path passes its own): checks `out`'s length, then per keypoint sets the orientation (0 when
 /// `upright`) and writes its descriptor.
+#[inline(always)]
 pub(crate) fn describe_each<D>(
     ii: &IntegralImage,
     keypoints: &mut [Keypoint],

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use surfcl_core::describe::{DescribeError, describe_all, to_q7};
+use surfcl_core::describe::{DescribeError, to_q7};
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{
     Match, MatchConfig, TrainBest, match_range_f32, match_range_q7, merge_train_best,
@@ -32,6 +32,7 @@ use surfcl_core::{
 
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
+use crate::wide::describe_all_widest;
 
 /// Below this many queries per thread, splitting costs more than it saves.
 const MIN_QUERIES_PER_THREAD: usize = 128;
@@ -302,7 +303,8 @@ struct SpatialOrder {
     descriptors: Vec<Descriptor>,
 }
 
-/// [`describe_all`] of `keypoints` into `out`, visiting them from the top of the image down
+/// [`surfcl_core::describe::describe_all`] (AVX2 where the CPU has it: [`crate::wide`]) of
+/// `keypoints` into `out`, visiting them from the top of the image down
 /// (in runs of [`KEYPOINTS_PER_TASK`] on `pool`, or on this thread without one), then put back
 /// in the frame's order.
 ///
@@ -342,9 +344,9 @@ fn describe_parallel(
             sorted
                 .par_chunks_mut(KEYPOINTS_PER_TASK)
                 .zip(described.par_chunks_mut(KEYPOINTS_PER_TASK))
-                .try_for_each(|(kps, descs)| describe_all(ii, kps, upright, descs))
+                .try_for_each(|(kps, descs)| describe_all_widest(ii, kps, upright, descs))
         })?,
-        None => describe_all(ii, sorted, upright, described)?,
+        None => describe_all_widest(ii, sorted, upright, described)?,
     }
     for ((&i, kp), d) in order.iter().zip(sorted.iter()).zip(described.iter()) {
         keypoints[i] = *kp;
@@ -462,6 +464,7 @@ mod tests {
 
     use super::*;
     use crate::backend::DetectParams;
+    use surfcl_core::describe::describe_all;
 
     /// Boat img1 (850x680: octave 0 has 340 grid rows, so several threads each get a band).
     fn boat() -> crate::io::OwnedGray {
