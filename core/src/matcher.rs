@@ -311,6 +311,12 @@ fn dist_sq_f32(a: &Descriptor, b: &Descriptor) -> f32 {
 /// instructions per pair; widening both sides per pair took 130).
 #[inline(never)]
 fn dist_sq_q7(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
+    dist_sq_q7_inlined(a, b)
+}
+
+/// The body of [`dist_sq_q7`], for the inlined matcher ([`match_range_q7_inlined`]).
+#[inline(always)]
+fn dist_sq_q7_inlined(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
     let mut acc = [0i32; 16];
     for k in 0..4 {
         for j in 0..16 {
@@ -391,8 +397,9 @@ impl Metric for F32Metric {
     }
 }
 
-struct Q7Metric;
-impl Metric for Q7Metric {
+/// Q7 descriptors; `INLINED` inlines the distance kernel (see [`match_range_q7_inlined`]).
+struct Q7Metric<const INLINED: bool = false>;
+impl<const INLINED: bool> Metric for Q7Metric<INLINED> {
     type D = DescriptorQ7;
     type Query = [i16; 64];
     fn prepare(a: &DescriptorQ7) -> [i16; 64] {
@@ -400,7 +407,11 @@ impl Metric for Q7Metric {
     }
     #[inline(always)]
     fn key(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
-        dist_sq_q7(a, b)
+        if INLINED {
+            dist_sq_q7_inlined(a, b)
+        } else {
+            dist_sq_q7(a, b)
+        }
     }
     fn distance(key: u32) -> f32 {
         sqrtf(key as f32) / 127.0
@@ -460,6 +471,7 @@ struct Sides<'a, D> {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn match_range_impl<M: Metric>(
     sides: Sides<'_, M::D>,
     queries: Range<usize>,
@@ -682,6 +694,33 @@ pub fn match_range_q7(
         train_desc: train_descriptors,
     };
     match_range_impl::<Q7Metric>(sides, queries, config, best, out)
+}
+
+/// [`match_range_q7`] with the whole loop, distance kernel included, inlined into the caller,
+/// for a caller compiled with wider vector instructions than the target's baseline (the std
+/// layer wraps it in a `#[target_feature(enable = "avx2")]` function chosen at run time). Exact
+/// integer distances: the same results at any vector width. (There is no `f32` counterpart:
+/// inlined into the loop, the `f32` kernel is split into narrow vectors and gets slower, see
+/// [`lane_sums_f32`].)
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn match_range_q7_inlined(
+    query_keypoints: &[Keypoint],
+    query_descriptors: &[DescriptorQ7],
+    queries: Range<usize>,
+    train_keypoints: &[Keypoint],
+    train_descriptors: &[DescriptorQ7],
+    config: &MatchConfig,
+    best: &mut [TrainBest],
+    out: &mut [Match],
+) -> Result<usize, MatchError> {
+    let sides = Sides {
+        query_kps: query_keypoints,
+        query_desc: query_descriptors,
+        train_kps: train_keypoints,
+        train_desc: train_descriptors,
+    };
+    match_range_impl::<Q7Metric<true>>(sides, queries, config, best, out)
 }
 
 #[cfg(test)]
