@@ -103,10 +103,7 @@ pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64,
         let (a, b, c) = (at(r0, c0), at(r0, col), at(r0, c1));
         let (d, f) = (at(row, c0), at(row, c1));
         let (g, m, i) = (at(r1, c0), at(r1, col), at(r1, c1));
-        let right = i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b);
-        let left = m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a);
-        let lower = i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d);
-        let upper = f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a);
+        let [right, left, lower, upper] = half_boxes([a, b, c, d, f, g, m, i]);
         (
             i64::from(right) - i64::from(left),
             i64::from(lower) - i64::from(upper),
@@ -114,6 +111,19 @@ pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64,
     } else {
         (haar_x(ii, row, col, s), haar_y(ii, row, col, s))
     }
+}
+
+/// The four half boxes of a Haar pair from its nine table corners (rows `r0, row, r1` by columns
+/// `c0, col, c1`, the centre unused), in wrapping `u32` as [`IntegralImage::box_sum`]: right,
+/// left, lower and upper half.
+#[inline(always)]
+fn half_boxes([a, b, c, d, f, g, m, i]: [u32; 8]) -> [u32; 4] {
+    [
+        i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b),
+        m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a),
+        i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d),
+        f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a),
+    ]
 }
 
 /// Both Haar wavelets at once, as `f32` (each exact integer rounded once to `f32`).
@@ -539,24 +549,8 @@ fn haar_row(
             corners[k][l] = v;
         }
     }
-    let [a, b, c, d, f, g, m, i] = &corners;
     for l in 0..24 {
-        let right = i[l]
-            .wrapping_sub(c[l])
-            .wrapping_sub(m[l])
-            .wrapping_add(b[l]);
-        let left = m[l]
-            .wrapping_sub(b[l])
-            .wrapping_sub(g[l])
-            .wrapping_add(a[l]);
-        let lower = i[l]
-            .wrapping_sub(f[l])
-            .wrapping_sub(g[l])
-            .wrapping_add(d[l]);
-        let upper = f[l]
-            .wrapping_sub(c[l])
-            .wrapping_sub(d[l])
-            .wrapping_add(a[l]);
+        let [right, left, lower, upper] = half_boxes(corners.map(|corner| corner[l]));
         hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
         hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
     }

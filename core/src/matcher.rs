@@ -470,6 +470,22 @@ struct Sides<'a, D> {
     train_desc: &'a [D],
 }
 
+impl<'a, D> Sides<'a, D> {
+    fn new(
+        query_kps: &'a [Keypoint],
+        query_desc: &'a [D],
+        train_kps: &'a [Keypoint],
+        train_desc: &'a [D],
+    ) -> Self {
+        Self {
+            query_kps,
+            query_desc,
+            train_kps,
+            train_desc,
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn match_range_impl<M: Metric>(
@@ -621,12 +637,12 @@ pub fn match_f32(
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
     reset_train_best(best);
-    let sides = Sides {
-        query_kps: query_keypoints,
-        query_desc: query_descriptors,
-        train_kps: train_keypoints,
-        train_desc: train_descriptors,
-    };
+    let sides = Sides::new(
+        query_keypoints,
+        query_descriptors,
+        train_keypoints,
+        train_descriptors,
+    );
     match_range_impl::<F32Metric>(sides, 0..query_descriptors.len(), config, best, out)
 }
 
@@ -641,12 +657,12 @@ pub fn match_q7(
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
     reset_train_best(best);
-    let sides = Sides {
-        query_kps: query_keypoints,
-        query_desc: query_descriptors,
-        train_kps: train_keypoints,
-        train_desc: train_descriptors,
-    };
+    let sides = Sides::new(
+        query_keypoints,
+        query_descriptors,
+        train_keypoints,
+        train_descriptors,
+    );
     match_range_impl::<Q7Metric>(sides, 0..query_descriptors.len(), config, best, out)
 }
 
@@ -666,12 +682,12 @@ pub fn match_range_f32(
     best: &mut [TrainBest],
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
-    let sides = Sides {
-        query_kps: query_keypoints,
-        query_desc: query_descriptors,
-        train_kps: train_keypoints,
-        train_desc: train_descriptors,
-    };
+    let sides = Sides::new(
+        query_keypoints,
+        query_descriptors,
+        train_keypoints,
+        train_descriptors,
+    );
     match_range_impl::<F32Metric>(sides, queries, config, best, out)
 }
 
@@ -687,12 +703,12 @@ pub fn match_range_q7(
     best: &mut [TrainBest],
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
-    let sides = Sides {
-        query_kps: query_keypoints,
-        query_desc: query_descriptors,
-        train_kps: train_keypoints,
-        train_desc: train_descriptors,
-    };
+    let sides = Sides::new(
+        query_keypoints,
+        query_descriptors,
+        train_keypoints,
+        train_descriptors,
+    );
     match_range_impl::<Q7Metric>(sides, queries, config, best, out)
 }
 
@@ -714,12 +730,12 @@ pub fn match_range_q7_inlined(
     best: &mut [TrainBest],
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
-    let sides = Sides {
-        query_kps: query_keypoints,
-        query_desc: query_descriptors,
-        train_kps: train_keypoints,
-        train_desc: train_descriptors,
-    };
+    let sides = Sides::new(
+        query_keypoints,
+        query_descriptors,
+        train_keypoints,
+        train_descriptors,
+    );
     match_range_impl::<Q7Metric<true>>(sides, queries, config, best, out)
 }
 
