@@ -549,8 +549,10 @@ fn haar_row(
             corners[k][l] = v;
         }
     }
+    let [a, b, c, d, f, g, m, i] = &corners;
     for l in 0..24 {
-        let [right, left, lower, upper] = half_boxes(corners.map(|corner| corner[l]));
+        let [right, left, lower, upper] =
+            half_boxes([a[l], b[l], c[l], d[l], f[l], g[l], m[l], i[l]]);
         hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
         hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
     }
