@@ -1,0 +1,99 @@
+//! The CPU backend runs its description and Q7 matching loops with AVX2 where the CPU has it
+//! (`gpu-runner/src/wide.rs`); the core, called directly, is the portable build. The two must
+//! agree bit for bit: same keypoints, orientations, descriptors and matches. On a CPU without
+//! AVX2 (or off x86-64) both sides are portable and the test still checks the backend against
+//! the core.
+
+use std::path::Path;
+
+use surfcl_core::describe::{describe_all, to_q7};
+use surfcl_core::integral::integral_len;
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_q7, scratch_len};
+use surfcl_core::{IntegralImage, Keypoint};
+use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, Features};
+use surfcl_gpu::cpu::CpuBackend;
+use surfcl_gpu::io::{OwnedGray, load_gray};
+
+fn boat(n: u32) -> OwnedGray {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../data/oxford-boat/img{n}.pgm"));
+    load_gray(&path).unwrap()
+}
+
+fn detect(backend: &mut CpuBackend, image: &OwnedGray, upright: bool) -> Features {
+    let mut params = DetectParams::default();
+    params.surf.upright = upright;
+    backend.detect(&image.view().unwrap(), &params).unwrap()
+}
+
+#[test]
+fn backend_description_equals_the_portable_core() {
+    let image = boat(1);
+    let view = image.view().unwrap();
+    let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
+    let ii = IntegralImage::compute(&view, &mut table).unwrap();
+    let mut backend = CpuBackend::with_threads(1);
+    for upright in [false, true] {
+        let features = detect(&mut backend, &image, upright);
+        assert!(features.keypoints.len() > 1000);
+        // The same keypoints described again by the portable core, orientation included.
+        let mut keypoints: Vec<Keypoint> = features
+            .keypoints
+            .iter()
+            .map(|kp| Keypoint {
+                orientation: 1.0,
+                ..*kp
+            })
+            .collect();
+        let mut descriptors = vec![[0f32; 64]; keypoints.len()];
+        describe_all(&ii, &mut keypoints, upright, &mut descriptors).unwrap();
+        for (core, backend) in keypoints.iter().zip(&features.keypoints) {
+            assert_eq!(core.orientation.to_bits(), backend.orientation.to_bits());
+        }
+        for (core, backend) in descriptors.iter().zip(&features.descriptors) {
+            assert_eq!(
+                core.map(f32::to_bits),
+                backend.map(f32::to_bits),
+                "upright {upright}"
+            );
+        }
+    }
+}
+
+#[test]
+fn backend_q7_matching_equals_the_portable_core() {
+    let mut backend = CpuBackend::with_threads(1);
+    let query = detect(&mut backend, &boat(1), false);
+    let train = detect(&mut backend, &boat(2), false);
+    let q7 = |f: &Features| f.descriptors.iter().map(to_q7).collect::<Vec<_>>();
+    let (query_q7, train_q7) = (q7(&query), q7(&train));
+    let key = |m: &Match| (m.query, m.train, m.distance.to_bits());
+    for (sign_test, cross_check) in [(true, false), (false, false), (true, true)] {
+        let config = MatchConfig {
+            sign_test,
+            cross_check,
+            ..MatchConfig::default()
+        };
+        let mut best = vec![TrainBest::EMPTY; scratch_len(train.keypoints.len())];
+        let mut out = vec![Match::default(); query.keypoints.len()];
+        let count = match_q7(
+            &query.keypoints,
+            &query_q7,
+            &train.keypoints,
+            &train_q7,
+            &config,
+            &mut best,
+            &mut out,
+        )
+        .unwrap();
+        assert!(count > 300, "{sign_test} {cross_check}: {count}");
+        let from_backend = backend
+            .match_features(&query, &train, &config, DescriptorKind::Q7)
+            .unwrap();
+        assert_eq!(
+            out[..count].iter().map(key).collect::<Vec<_>>(),
+            from_backend.iter().map(key).collect::<Vec<_>>(),
+            "{sign_test} {cross_check}"
+        );
+    }
+}
