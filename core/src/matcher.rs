@@ -73,6 +73,7 @@
 //! ```
 
 use core::fmt;
+use core::marker::PhantomData;
 use core::ops::Range;
 
 use crate::keypoint::{Descriptor, DescriptorQ7, Keypoint};
@@ -277,6 +278,34 @@ pub fn retain_mutual(matches: &mut [Match], best: &[TrainBest]) -> usize {
 /// its own it becomes 16 full-width subtract/multiply/add triples. The call costs a few cycles.
 #[inline(never)]
 fn lane_sums_f32(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+    lane_sums_f32_body(a, b)
+}
+
+/// The `f32` matcher's kernel: the 16 lane sums of squared differences of the module docs,
+/// before the halving tree. [`match_range_f32_with`] takes it as a type, so that a std layer can
+/// hand in the same body compiled with wider vectors (and chosen at run time).
+pub trait LaneSums {
+    /// Exactly [`lane_sums_f32_body`]`(a, b)`, bit for bit.
+    fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16];
+}
+
+/// The portable kernel: [`lane_sums_f32_body`] out of line (see [`lane_sums_f32`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PortableLaneSums;
+
+impl LaneSums for PortableLaneSums {
+    #[inline(always)]
+    fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+        lane_sums_f32(a, b)
+    }
+}
+
+/// The 16 lane sums of squared differences of the module docs: `acc[j] = acc[j] + d * d` with
+/// `d = a[16 k + j] - b[16 k + j]` for `k` in `0..4`. Inlined into its caller, for a
+/// [`LaneSums`] kernel compiled with other target features; the matcher itself calls it out of
+/// line.
+#[inline(always)]
+pub fn lane_sums_f32_body(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
     let mut acc = [0.0f32; 16];
     for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
         for j in 0..16 {
@@ -287,10 +316,10 @@ fn lane_sums_f32(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
     acc
 }
 
-/// Squared L2 distance in the fixed 16-lane order of the module docs.
+/// Squared L2 distance in the fixed 16-lane order of the module docs, lane sums from `K`.
 #[inline(always)]
-fn dist_sq_f32(a: &Descriptor, b: &Descriptor) -> f32 {
-    let acc = lane_sums_f32(a, b);
+fn dist_sq_f32<K: LaneSums>(a: &Descriptor, b: &Descriptor) -> f32 {
+    let acc = K::lane_sums(a, b);
     let mut half = [0.0f32; 8];
     for j in 0..8 {
         half[j] = acc[j] + acc[j + 8];
@@ -378,8 +407,9 @@ trait Metric {
     fn ratio_pass(k1: u32, k2: u32, ratio: f32) -> bool;
 }
 
-struct F32Metric;
-impl Metric for F32Metric {
+/// `f32` descriptors, lane sums from `K`.
+struct F32Metric<K = PortableLaneSums>(PhantomData<K>);
+impl<K: LaneSums> Metric for F32Metric<K> {
     type D = Descriptor;
     type Query = Descriptor;
     fn prepare(a: &Descriptor) -> Descriptor {
@@ -387,7 +417,7 @@ impl Metric for F32Metric {
     }
     #[inline(always)]
     fn key(a: &Descriptor, b: &Descriptor) -> u32 {
-        dist_sq_f32(a, b).to_bits()
+        dist_sq_f32::<K>(a, b).to_bits()
     }
     fn distance(key: u32) -> f32 {
         sqrtf(f32::from_bits(key))
@@ -682,13 +712,39 @@ pub fn match_range_f32(
     best: &mut [TrainBest],
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
+    match_range_f32_with::<PortableLaneSums>(
+        query_keypoints,
+        query_descriptors,
+        queries,
+        train_keypoints,
+        train_descriptors,
+        config,
+        best,
+        out,
+    )
+}
+
+/// [`match_range_f32`] with the kernel `K` (the same results for every `K` that keeps its
+/// contract): the std layer passes [`lane_sums_f32_body`] compiled with AVX2 when the CPU has it.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn match_range_f32_with<K: LaneSums>(
+    query_keypoints: &[Keypoint],
+    query_descriptors: &[Descriptor],
+    queries: Range<usize>,
+    train_keypoints: &[Keypoint],
+    train_descriptors: &[Descriptor],
+    config: &MatchConfig,
+    best: &mut [TrainBest],
+    out: &mut [Match],
+) -> Result<usize, MatchError> {
     let sides = Sides::new(
         query_keypoints,
         query_descriptors,
         train_keypoints,
         train_descriptors,
     );
-    match_range_impl::<F32Metric>(sides, queries, config, best, out)
+    match_range_impl::<F32Metric<K>>(sides, queries, config, best, out)
 }
 
 /// [`match_range_f32`] for Q7 descriptors.
@@ -715,9 +771,9 @@ pub fn match_range_q7(
 /// [`match_range_q7`] with the whole loop, distance kernel included, inlined into the caller,
 /// for a caller compiled with wider vector instructions than the target's baseline (the std
 /// layer wraps it in a `#[target_feature(enable = "avx2")]` function chosen at run time). Exact
-/// integer distances: the same results at any vector width. (There is no `f32` counterpart:
-/// inlined into the loop, the `f32` kernel is split into narrow vectors and gets slower, see
-/// [`lane_sums_f32`].)
+/// integer distances: the same results at any vector width. (The `f32` matcher takes its
+/// kernel as a type instead, [`match_range_f32_with`]: inlined into the loop, the `f32` kernel
+/// is split into narrow vectors and gets slower, see [`lane_sums_f32`].)
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn match_range_q7_inlined(

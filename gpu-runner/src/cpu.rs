@@ -22,8 +22,7 @@ use rayon::prelude::*;
 use surfcl_core::describe::{DescribeError, to_q7};
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{
-    Match, MatchConfig, TrainBest, match_range_f32, merge_train_best, reset_train_best,
-    retain_mutual,
+    Match, MatchConfig, TrainBest, merge_train_best, reset_train_best, retain_mutual,
 };
 use surfcl_core::{
     Descriptor, DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink,
@@ -32,7 +31,7 @@ use surfcl_core::{
 
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
-use crate::wide::{describe_all_widest, match_range_q7_widest};
+use crate::wide::{describe_all_widest, match_range_f32_widest, match_range_q7_widest};
 
 /// Below this many queries per thread, splitting costs more than it saves.
 const MIN_QUERIES_PER_THREAD: usize = 128;
@@ -223,7 +222,7 @@ impl Backend for CpuBackend {
                     self.pool.as_deref(),
                     &mut self.matches,
                     &mut self.train_best,
-                    match_range_f32,
+                    match_range_f32_widest,
                 )
             }
             DescriptorKind::Q7 => {

@@ -14,7 +14,9 @@
 use std::ops::Range;
 
 use surfcl_core::describe::{DescribeError, describe_all};
-use surfcl_core::matcher::{Match, MatchConfig, MatchError, TrainBest};
+use surfcl_core::matcher::{
+    LaneSums, Match, MatchConfig, MatchError, PortableLaneSums, TrainBest, match_range_f32_with,
+};
 use surfcl_core::{Descriptor, DescriptorQ7, IntegralImage, Keypoint};
 
 /// Defines `$name`, which runs `$inlined` (a core function that inlines its loops into the
@@ -58,4 +60,66 @@ widest! {
     fn(query_keypoints: &[Keypoint], query_descriptors: &[DescriptorQ7], queries: Range<usize>,
        train_keypoints: &[Keypoint], train_descriptors: &[DescriptorQ7], config: &MatchConfig,
        best: &mut [TrainBest], out: &mut [Match]) -> Result<usize, MatchError>
+}
+
+/// `surfcl_core::matcher::match_range_f32`, with its kernel compiled for AVX2 where the CPU has
+/// it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn match_range_f32_widest(
+    query_keypoints: &[Keypoint],
+    query_descriptors: &[Descriptor],
+    queries: Range<usize>,
+    train_keypoints: &[Keypoint],
+    train_descriptors: &[Descriptor],
+    config: &MatchConfig,
+    best: &mut [TrainBest],
+    out: &mut [Match],
+) -> Result<usize, MatchError> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return match_range_f32_with::<Avx2LaneSums>(
+            query_keypoints,
+            query_descriptors,
+            queries,
+            train_keypoints,
+            train_descriptors,
+            config,
+            best,
+            out,
+        );
+    }
+    match_range_f32_with::<PortableLaneSums>(
+        query_keypoints,
+        query_descriptors,
+        queries,
+        train_keypoints,
+        train_descriptors,
+        config,
+        best,
+        out,
+    )
+}
+
+/// The core's `f32` lane sums compiled with AVX2. Private to this module, whose only use of it
+/// is behind the AVX2 detection of [`match_range_f32_widest`]: that is what makes its safe
+/// `lane_sums` sound.
+#[cfg(target_arch = "x86_64")]
+struct Avx2LaneSums;
+
+#[cfg(target_arch = "x86_64")]
+impl LaneSums for Avx2LaneSums {
+    #[inline(always)]
+    fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+        /// Out of line on purpose (see the module docs).
+        #[target_feature(enable = "avx2")]
+        #[inline(never)]
+        fn avx2(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+            surfcl_core::matcher::lane_sums_f32_body(a, b)
+        }
+        // SAFETY: `Avx2LaneSums` is used only after the CPU was found to have AVX2 (above).
+        #[allow(unsafe_code)]
+        unsafe {
+            avx2(a, b)
+        }
+    }
 }

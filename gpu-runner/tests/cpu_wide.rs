@@ -1,5 +1,5 @@
 //! The CPU backend runs its description and Q7 matching loops with AVX2 where the CPU has it
-//! (`gpu-runner/src/wide.rs`); the core, called directly, is the portable build. The two must
+//! (`gpu-runner/src/wide.rs`), the f32 matcher its distance kernel; the core, called directly, is the portable build. The two must
 //! agree bit for bit: same keypoints, orientations, descriptors and matches. On a CPU without
 //! AVX2 (or off x86-64) both sides are portable and the test still checks the backend against
 //! the core.
@@ -8,7 +8,7 @@ use std::path::Path;
 
 use surfcl_core::describe::{describe_all, to_q7};
 use surfcl_core::integral::integral_len;
-use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_q7, scratch_len};
+use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32, match_q7, scratch_len};
 use surfcl_core::{IntegralImage, Keypoint};
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, Features};
 use surfcl_gpu::cpu::CpuBackend;
@@ -61,7 +61,7 @@ fn backend_description_equals_the_portable_core() {
 }
 
 #[test]
-fn backend_q7_matching_equals_the_portable_core() {
+fn backend_matching_equals_the_portable_core() {
     let mut backend = CpuBackend::with_threads(1);
     let query = detect(&mut backend, &boat(1), false);
     let train = detect(&mut backend, &boat(2), false);
@@ -74,26 +74,39 @@ fn backend_q7_matching_equals_the_portable_core() {
             cross_check,
             ..MatchConfig::default()
         };
-        let mut best = vec![TrainBest::EMPTY; scratch_len(train.keypoints.len())];
-        let mut out = vec![Match::default(); query.keypoints.len()];
-        let count = match_q7(
-            &query.keypoints,
-            &query_q7,
-            &train.keypoints,
-            &train_q7,
-            &config,
-            &mut best,
-            &mut out,
-        )
-        .unwrap();
-        assert!(count > 300, "{sign_test} {cross_check}: {count}");
-        let from_backend = backend
-            .match_features(&query, &train, &config, DescriptorKind::Q7)
+        for kind in [DescriptorKind::F32, DescriptorKind::Q7] {
+            let mut best = vec![TrainBest::EMPTY; scratch_len(train.keypoints.len())];
+            let mut out = vec![Match::default(); query.keypoints.len()];
+            let count = match kind {
+                DescriptorKind::F32 => match_f32(
+                    &query.keypoints,
+                    &query.descriptors,
+                    &train.keypoints,
+                    &train.descriptors,
+                    &config,
+                    &mut best,
+                    &mut out,
+                ),
+                DescriptorKind::Q7 => match_q7(
+                    &query.keypoints,
+                    &query_q7,
+                    &train.keypoints,
+                    &train_q7,
+                    &config,
+                    &mut best,
+                    &mut out,
+                ),
+            }
             .unwrap();
-        assert_eq!(
-            out[..count].iter().map(key).collect::<Vec<_>>(),
-            from_backend.iter().map(key).collect::<Vec<_>>(),
-            "{sign_test} {cross_check}"
-        );
+            assert!(count > 300, "{sign_test} {cross_check} {kind:?}: {count}");
+            let from_backend = backend
+                .match_features(&query, &train, &config, kind)
+                .unwrap();
+            assert_eq!(
+                out[..count].iter().map(key).collect::<Vec<_>>(),
+                from_backend.iter().map(key).collect::<Vec<_>>(),
+                "{sign_test} {cross_check} {kind:?}"
+            );
+        }
     }
 }
