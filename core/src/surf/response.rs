@@ -242,16 +242,15 @@ fn for_each_response(
         let base = (sy - first) * gw;
         for (k, filter) in filters.iter().enumerate() {
             let cf = ColumnFilter::new(filter);
-            let inside_rows = cf.rows_inside(ii, row);
-            if inside_rows {
-                cf.column_sums(ii, row, v);
-            }
+            cf.column_sums(ii, row, v);
+            let last = ii.width() as i32;
             for sx in 0..gw {
                 let col = sx as i32 * step;
-                let resp = if inside_rows && cf.cols_inside(ii, col) {
-                    cf.response(v, stride, col)
+                let resp = if cf.cols_inside(ii, col) {
+                    cf.response(v, stride, col, |c| c as usize)
                 } else {
-                    filter.response(ii, row, col)
+                    // Columns clipped as `IntegralImage::box_sum` clips them.
+                    cf.response(v, stride, col, |c| c.clamp(0, last) as usize)
                 };
                 f(base + sx, k, resp);
             }
@@ -299,24 +298,23 @@ impl ColumnFilter {
         }
     }
 
-    /// Whether the footprint's rows are inside the image at pixel row `row`.
-    fn rows_inside(&self, ii: &IntegralImage, row: i32) -> bool {
-        row - self.half >= 0 && i64::from(row + self.half) < ii.height() as i64
-    }
-
     /// Whether the footprint's columns are inside the image at pixel column `col`.
     fn cols_inside(&self, ii: &IntegralImage, col: i32) -> bool {
         col - self.half >= 0 && i64::from(col + self.half) < ii.width() as i64
     }
 
     /// `v[span * stride + c] = T[r1][c] - T[r0][c]` (wrapping) for every column `c` of the
-    /// table, the rows `r0 = row + first`, `r1 = r0 + count` of each span (rows inside).
+    /// table, the rows `r0 = row + first`, `r1 = r0 + count` of each span clipped to
+    /// `0..=height` as [`IntegralImage::box_sum`] clips them. A box is then `v[c1] - v[c0]` with
+    /// its columns clipped likewise: `box_sum`'s four corners regrouped (an empty box gives 0
+    /// both ways), so samples at the borders take this path too, with the same bits.
     fn column_sums(&self, ii: &IntegralImage, row: i32, v: &mut [u32]) {
         let t = ii.table();
         let stride = ii.width() + 1;
+        let clip = |r: i32| r.clamp(0, ii.height() as i32) as usize;
         for ((first, count), out) in self.spans.iter().zip(v.chunks_exact_mut(stride)) {
-            let r0 = (row + first) as usize;
-            let r1 = r0 + *count as usize;
+            let r0 = clip(row.saturating_add(*first));
+            let r1 = clip(row.saturating_add(*first).saturating_add(*count));
             let (top, bottom) = (&t[r0 * stride..][..stride], &t[r1 * stride..][..stride]);
             for ((d, &a), &b) in out.iter_mut().zip(top).zip(bottom) {
                 *d = b.wrapping_sub(a);
@@ -324,14 +322,21 @@ impl ColumnFilter {
         }
     }
 
-    /// [`Filter::response`] at pixel column `col` from the column sums `v` of its row.
+    /// [`Filter::response`] at pixel column `col` from the column sums `v` of its row; `column`
+    /// maps a box's column to its index in `v` (the identity inside, clipping at the borders).
     #[inline(always)]
-    fn response(&self, v: &[u32], stride: usize, col: i32) -> (f32, i8) {
+    fn response(
+        &self,
+        v: &[u32],
+        stride: usize,
+        col: i32,
+        column: impl Fn(i32) -> usize,
+    ) -> (f32, i8) {
         let mut s = [0i64; 8];
         for (sum, &(span, c0, c1)) in s.iter_mut().zip(self.boxes.iter()) {
             let base = span * stride;
-            let a = v[base + (col + c0) as usize];
-            let b = v[base + (col + c1) as usize];
+            let a = v[base + column(col + c0)];
+            let b = v[base + column(col + c1)];
             *sum = i64::from(b.wrapping_sub(a));
         }
         let (dxx, dyy, dxy) = (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7]);
