@@ -385,10 +385,14 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
     let mut sums = SubregionSums::default();
     let mut row = SampleRow::default();
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
+        let mut px = [0f32; 24];
+        let mut py = [0f32; 24];
         for l in 0..24 {
-            row.x[l] = math::round_to_i32(x + (along_l_x[l] + k_x));
-            row.y[l] = math::round_to_i32(y + (along_l_y[l] + k_y));
+            px[l] = x + (along_l_x[l] + k_x);
+            py[l] = y + (along_l_y[l] + k_y);
         }
+        math::round_to_i32_each(&px, &mut row.x);
+        math::round_to_i32_each(&py, &mut row.y);
         haar_row(ii, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
         // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
         for (u, v) in row.u.iter_mut().zip(row.v.iter_mut()) {
@@ -976,6 +980,37 @@ mod tests {
             assert_eq!(math::round_to_i32(v), math::roundf(v) as i32, "{v}");
         }
         assert_eq!(math::round_to_i32(f32::NAN), 0);
+        // The row form: its f32 path on rows of ordinary values (halves, their neighbours,
+        // random), its element-wise path on rows with a huge or NaN entry.
+        let mut values: Vec<f32> = (-40..40)
+            .flat_map(|k| {
+                let h = k as f32 * 0.5;
+                [
+                    h,
+                    f32::from_bits(h.to_bits() + 1),
+                    f32::from_bits(h.to_bits().max(1) - 1),
+                ]
+            })
+            .chain((0..2000).map(|_| rng.gen_range(-5000.0..5000.0f32)))
+            .chain([
+                0.49999997,
+                -0.49999997,
+                -0.0,
+                4194303.5,
+                -4194303.5,
+                2097151.5,
+            ])
+            .collect();
+        values.extend([1e20, f32::NAN, -3e9, 4194304.5]);
+        for row in values.chunks(24) {
+            let mut xs = [0.25f32; 24];
+            xs[..row.len()].copy_from_slice(row);
+            let mut out = [7i32; 24];
+            math::round_to_i32_each(&xs, &mut out);
+            for (&x, &r) in xs.iter().zip(&out) {
+                assert_eq!(r, math::round_to_i32(x), "{x}");
+            }
+        }
         assert_eq!(math::round_to_i32(1e20), i32::MAX);
         assert_eq!(math::round_to_i32(-1e20), i32::MIN);
         // Saturated truncations whose "fraction" is beyond one: no step past the limits.
