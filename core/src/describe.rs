@@ -238,6 +238,17 @@ const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
 /// vectors on every target; the padding windows are empty and never win.
 const WINDOW_SLOTS: usize = WINDOWS.div_ceil(8) * 8;
 
+/// Window slots `0..SINGLE_INTERVAL_SLOTS` hold windows that do not wrap past 2 pi (their second
+/// interval is empty), a whole number of 8-lane vectors (checked by the compiler below).
+const SINGLE_INTERVAL_SLOTS: usize = 32;
+const _: () = {
+    let mut k = 0;
+    while k < SINGLE_INTERVAL_SLOTS {
+        assert!(WINDOW_BOUNDS[k].0 < WINDOW_BOUNDS[k].1);
+        k += 1;
+    }
+};
+
 /// Window `k` as the union of two open intervals `(lo.0, hi.0) ∪ (lo.1, hi.1)`, exactly the
 /// tests of OpenSURF: `(ang1, ang2)` for a window that does not wrap, `(0, ang2) ∪ (ang1, 2 pi)`
 /// for one that does. Empty intervals are `(0, 0)`.
@@ -301,7 +312,13 @@ fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
         };
     }
     for (&(res_x, res_y), &a) in responses.iter().zip(&angles) {
-        for k in 0..WINDOW_SLOTS {
+        // The first windows are single intervals: one test fewer per window.
+        for k in 0..SINGLE_INTERVAL_SLOTS {
+            let inside = (lo0[k] < a) & (a < hi0[k]);
+            sum_x[k] += if inside { res_x } else { 0.0 };
+            sum_y[k] += if inside { res_y } else { 0.0 };
+        }
+        for k in SINGLE_INTERVAL_SLOTS..WINDOW_SLOTS {
             let inside = ((lo0[k] < a) & (a < hi0[k])) | ((lo1[k] < a) & (a < hi1[k]));
             sum_x[k] += if inside { res_x } else { 0.0 };
             sum_y[k] += if inside { res_y } else { 0.0 };
