@@ -222,7 +222,7 @@ impl Backend for CpuBackend {
                     self.pool.as_deref(),
                     &mut self.matches,
                     &mut self.train_best,
-                    match_range_f32_widest,
+                    match_range_f32_widest(),
                 )
             }
             DescriptorKind::Q7 => {
@@ -368,7 +368,7 @@ struct Sides<'a, D> {
 }
 
 /// The signature shared by `match_range_f32` and `match_range_q7`.
-type RangeMatcher<D> = fn(
+pub(crate) type RangeMatcher<D> = fn(
     &[Keypoint],
     &[D],
     Range<usize>,

@@ -19,6 +19,8 @@ use surfcl_core::matcher::{
 };
 use surfcl_core::{Descriptor, DescriptorQ7, IntegralImage, Keypoint};
 
+use crate::cpu::RangeMatcher;
+
 /// Defines `$name`, which runs `$inlined` (a core function that inlines its loops into the
 /// caller) compiled with AVX2 when the CPU has it, and `$portable` otherwise.
 macro_rules! widest {
@@ -63,41 +65,13 @@ widest! {
 }
 
 /// `surfcl_core::matcher::match_range_f32`, with its kernel compiled for AVX2 where the CPU has
-/// it.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn match_range_f32_widest(
-    query_keypoints: &[Keypoint],
-    query_descriptors: &[Descriptor],
-    queries: Range<usize>,
-    train_keypoints: &[Keypoint],
-    train_descriptors: &[Descriptor],
-    config: &MatchConfig,
-    best: &mut [TrainBest],
-    out: &mut [Match],
-) -> Result<usize, MatchError> {
+/// it (the detection runs once per call of this function, not per query range).
+pub(crate) fn match_range_f32_widest() -> RangeMatcher<Descriptor> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        return match_range_f32_with::<Avx2LaneSums>(
-            query_keypoints,
-            query_descriptors,
-            queries,
-            train_keypoints,
-            train_descriptors,
-            config,
-            best,
-            out,
-        );
+        return match_range_f32_with::<Avx2LaneSums>;
     }
-    match_range_f32_with::<PortableLaneSums>(
-        query_keypoints,
-        query_descriptors,
-        queries,
-        train_keypoints,
-        train_descriptors,
-        config,
-        best,
-        out,
-    )
+    match_range_f32_with::<PortableLaneSums>
 }
 
 /// The core's `f32` lane sums compiled with AVX2. Private to this module, whose only use of it
