@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use surfcl_core::describe::{DescribeError, describe_all};
 use surfcl_core::matcher::{
-    LaneSums, Match, MatchConfig, MatchError, PortableLaneSums, TrainBest, match_range_f32_with,
+    Match, MatchConfig, MatchError, PortableLaneSums, TrainBest, match_range_f32_with,
 };
 use surfcl_core::{Descriptor, DescriptorQ7, IntegralImage, Keypoint};
 
@@ -81,7 +81,7 @@ pub(crate) fn match_range_f32_widest() -> RangeMatcher<Descriptor> {
 struct Avx2LaneSums;
 
 #[cfg(target_arch = "x86_64")]
-impl LaneSums for Avx2LaneSums {
+impl surfcl_core::matcher::LaneSums for Avx2LaneSums {
     #[inline(always)]
     fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
         /// Out of line on purpose (see the module docs).
