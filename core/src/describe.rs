@@ -270,31 +270,6 @@ const WINDOW_INTERVALS: [[f32; WINDOW_SLOTS]; 4] = {
     t
 };
 
-/// The integral table at the grid points `(r + m s, c + n s)`, `m, n` in `-7..=7` (at
-/// `[m + 7][n + 7]`), when all of them are inside the table and `s >= 1`: the nine corners of
-/// every orientation sample's Haar pair (size `4 s` at `(r + j s, c + i s)`, `|i|, |j| <= 5`) are
-/// among them, and each such footprint is inside the image, so [`haar_pair`] would take its
-/// unclipped path with the same corners. 225 reads instead of 109 x 9.
-#[inline(always)]
-fn orientation_corners(ii: &IntegralImage, r: i32, c: i32, s: i32) -> Option<[[u32; 15]; 15]> {
-    let reach = s.checked_mul(7)?;
-    let (w, h) = (ii.width() as i32, ii.height() as i32);
-    if s < 1 || r < reach || c < reach || r > h - reach || c > w - reach {
-        return None;
-    }
-    let t = ii.table();
-    let stride = w as usize + 1;
-    let mut corners = [[0u32; 15]; 15];
-    for (m, row) in corners.iter_mut().enumerate() {
-        let y = (r + (m as i32 - 7) * s) as usize;
-        let line = &t[y * stride..][..stride];
-        for (n, v) in row.iter_mut().enumerate() {
-            *v = line[(c + (n as i32 - 7) * s) as usize];
-        }
-    }
-    Some(corners)
-}
-
 /// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
 ///
 /// Every sample is tested against every window and added where it is inside, in sample order,
@@ -320,31 +295,10 @@ fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
     // The weighted responses first, then all their angles in one loop: with no zero or
     // non-finite response (the usual keypoint) that loop is branch-free and vectorises.
     let mut responses = [(0f32, 0f32); ORIENTATION_SAMPLES];
-    if let Some(corners) = orientation_corners(ii, r, c, s) {
-        // Sample (i, j)'s nine corners are grid points (j - 2, j, j + 2) x (i - 2, i, i + 2).
-        for (out, &(i, j, w)) in responses.iter_mut().zip(&ORIENTATION_GRID) {
-            let (gi, gj) = ((i + 5) as usize, (j + 5) as usize);
-            let at = |dj: usize, di: usize| corners[gj + dj][gi + di];
-            let [right, left, lower, upper] = half_boxes([
-                at(0, 0),
-                at(0, 2),
-                at(0, 4),
-                at(2, 0),
-                at(2, 4),
-                at(4, 0),
-                at(4, 2),
-                at(4, 4),
-            ]);
-            let hx = (i64::from(right) - i64::from(left)) as f32;
-            let hy = (i64::from(lower) - i64::from(upper)) as f32;
-            *out = (w * hx, w * hy);
-        }
-    } else {
-        for (out, &(i, j, w)) in responses.iter_mut().zip(&ORIENTATION_GRID) {
-            let (i, j) = (i32::from(i), i32::from(j));
-            let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
-            *out = (w * hx, w * hy);
-        }
+    for (out, &(i, j, w)) in responses.iter_mut().zip(&ORIENTATION_GRID) {
+        let (i, j) = (i32::from(i), i32::from(j));
+        let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
+        *out = (w * hx, w * hy);
     }
     let mut angles = [0f32; ORIENTATION_SAMPLES];
     let regular = responses
