@@ -402,14 +402,13 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
     let mut sums = SubregionSums::default();
     let mut row = SampleRow::default();
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
-        let mut px = [0f32; 24];
-        let mut py = [0f32; 24];
+        // The positions in f32 go through `u` and `v` (overwritten by the responses next).
         for l in 0..24 {
-            px[l] = x + (along_l_x[l] + k_x);
-            py[l] = y + (along_l_y[l] + k_y);
+            row.u[l] = x + (along_l_x[l] + k_x);
+            row.v[l] = y + (along_l_y[l] + k_y);
         }
-        math::round_to_i32_each(&px, &mut row.x);
-        math::round_to_i32_each(&py, &mut row.y);
+        math::round_to_i32_each(&row.u, &mut row.x);
+        math::round_to_i32_each(&row.v, &mut row.y);
         haar_row(ii, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
         // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
         for (u, v) in row.u.iter_mut().zip(row.v.iter_mut()) {
@@ -489,8 +488,9 @@ fn add_row(
     (sums.mdx[a], sums.mdy[a]) = (mdx, mdy);
 }
 
-/// The 24 samples of one descriptor row: pixels, then Haar responses (`u`, `v` hold `dx`, `dy`
-/// until they are rotated into the keypoint frame in place).
+/// The 24 samples of one descriptor row: pixels, then Haar responses (`u`, `v` hold the
+/// positions in `f32` until they are rounded, then `dx`, `dy` until they are rotated into the
+/// keypoint frame in place).
 #[derive(Debug, Clone, Copy, Default)]
 struct SampleRow {
     x: [i32; 24],
@@ -551,33 +551,41 @@ fn haar_row(
     let t = ii.table();
     let stride = w as usize + 1;
     let (h_rows, h_cols) = (h as usize * stride, h as usize);
-    // The nine corners of each sample: rows y - h, y, y + h by columns x - h, x, x + h.
-    let mut corners = [[0u32; 24]; 8];
-    for l in 0..24 {
-        let centre = ys[l] as usize * stride + xs[l] as usize;
-        let (top, bottom) = (centre - h_rows, centre + h_rows);
-        let row_corners = [
-            t[top - h_cols],
-            t[top],
-            t[top + h_cols],
-            t[centre - h_cols],
-            t[centre + h_cols],
-            t[bottom - h_cols],
-            t[bottom],
-            t[bottom + h_cols],
-        ];
-        for (k, &v) in row_corners.iter().enumerate() {
-            corners[k][l] = v;
+    // In two chunks of 12 samples (384 bytes of stack, for microcontrollers): the nine
+    // corners of each sample, rows y - h, y, y + h by columns x - h, x, x + h, then the box
+    // arithmetic over the chunk.
+    for chunk in 0..24 / ROW_CHUNK {
+        let mut corners = [[0u32; ROW_CHUNK]; 8];
+        for l in 0..ROW_CHUNK {
+            let sample = chunk * ROW_CHUNK + l;
+            let centre = ys[sample] as usize * stride + xs[sample] as usize;
+            let (top, bottom) = (centre - h_rows, centre + h_rows);
+            let row_corners = [
+                t[top - h_cols],
+                t[top],
+                t[top + h_cols],
+                t[centre - h_cols],
+                t[centre + h_cols],
+                t[bottom - h_cols],
+                t[bottom],
+                t[bottom + h_cols],
+            ];
+            for (k, &v) in row_corners.iter().enumerate() {
+                corners[k][l] = v;
+            }
+        }
+        let [a, b, c, d, f, g, m, i] = &corners;
+        for l in 0..ROW_CHUNK {
+            let [right, left, lower, upper] =
+                half_boxes([a[l], b[l], c[l], d[l], f[l], g[l], m[l], i[l]]);
+            hx[chunk * ROW_CHUNK + l] = (right as i32).wrapping_sub(left as i32) as f32;
+            hy[chunk * ROW_CHUNK + l] = (lower as i32).wrapping_sub(upper as i32) as f32;
         }
     }
-    let [a, b, c, d, f, g, m, i] = &corners;
-    for l in 0..24 {
-        let [right, left, lower, upper] =
-            half_boxes([a[l], b[l], c[l], d[l], f[l], g[l], m[l], i[l]]);
-        hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
-        hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
-    }
 }
+
+/// Samples per chunk of [`haar_row`].
+const ROW_CHUNK: usize = 12;
 
 /// The sample weight of [`describe`] is the product of two 1-D factors `e(|ddx|) e(|ddy|)` with
 /// `e(d) = exp(-(d * d) / (2 sigma1^2))` (ARCHITECTURE.md), looked up in a per-keypoint table.
