@@ -556,9 +556,9 @@ fn haar_row(
     // arithmetic over the chunk.
     for chunk in 0..24 / ROW_CHUNK {
         let mut corners = [[0u32; ROW_CHUNK]; 8];
-        for l in 0..ROW_CHUNK {
-            let sample = chunk * ROW_CHUNK + l;
-            let centre = ys[sample] as usize * stride + xs[sample] as usize;
+        let samples = chunk * ROW_CHUNK..(chunk + 1) * ROW_CHUNK;
+        for (l, (&x, &y)) in xs[samples.clone()].iter().zip(&ys[samples]).enumerate() {
+            let centre = y as usize * stride + x as usize;
             let (top, bottom) = (centre - h_rows, centre + h_rows);
             let row_corners = [
                 t[top - h_cols],
