@@ -77,12 +77,19 @@ pub(crate) fn round_to_i32(x: f32) -> i32 {
 /// even, and its bits minus those of `1.5 * 2^23` are that integer; `d = x - rne(x)` is exact,
 /// and is `+-0.5` only at a tie, where half away from zero then steps one further from zero
 /// when `rne` went the other way. Any other row (a huge or NaN position) takes
-/// [`round_to_i32`] element by element. Same results either way.
+/// [`round_to_i32`] element by element, and so does every row on targets without SIMD units
+/// (microcontrollers: there the extra `f32` operations are library calls). Same results either
+/// way.
 #[inline(always)]
 pub(crate) fn round_to_i32_each<const N: usize>(xs: &[f32; N], out: &mut [i32; N]) {
     const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
     const LIMIT: f32 = 4_194_304.0; // 2^22
-    let near = xs.iter().fold(true, |all, x| all & (fabsf(*x) < LIMIT));
+    const SIMD: bool = cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64"
+    ));
+    let near = SIMD && xs.iter().fold(true, |all, x| all & (fabsf(*x) < LIMIT));
     if near {
         for (o, &x) in out.iter_mut().zip(xs) {
             let shifted = x + SHIFT;
