@@ -419,6 +419,8 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
         for a in subregions_of(kk) {
             if gauss.covers_every_distance {
                 add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
+                    // The bound of `SampleGaussian::new`; the tests run with this check on.
+                    debug_assert!((d as usize) < gauss.filled, "distance {d} beyond the table");
                     gauss.table[d as usize & (GAUSS_TABLE - 1)]
                 });
             } else {
