@@ -419,9 +419,7 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
         for a in subregions_of(kk) {
             if gauss.covers_every_distance {
                 add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
-                    // The bound of `SampleGaussian::new`; the tests run with this check on.
-                    debug_assert!((d as usize) < gauss.filled, "distance {d} beyond the table");
-                    gauss.table[d as usize & (GAUSS_TABLE - 1)]
+                    gauss.factor_covered(d)
                 });
             } else {
                 add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
@@ -631,6 +629,15 @@ impl SampleGaussian {
 
     fn compute(d: u32, inv_two_sigma1_sq: f32) -> f32 {
         math::expf(-((d as f32) * (d as f32)) * inv_two_sigma1_sq)
+    }
+
+    /// `e(d)` for a distance `d` when [`Self::covers_every_distance`]: a table read without a
+    /// test (the index is masked to the table, so it cannot go out of bounds either way).
+    #[inline(always)]
+    fn factor_covered(&self, d: u32) -> f32 {
+        // The bound of `new`; the tests run with this check on.
+        debug_assert!((d as usize) < self.filled, "distance {d} beyond the table");
+        self.table[d as usize & (GAUSS_TABLE - 1)]
     }
 
     /// `e(d)` for a distance `d`.

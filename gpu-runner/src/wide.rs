@@ -1,15 +1,20 @@
 //! Wider vector instructions for the CPU backend's hot loops, chosen at run time.
 //!
 //! `surfcl-core` is built for the target's baseline (SSE2 on x86-64, so that one binary runs on
-//! every x86-64 CPU; NEON is already the baseline on aarch64). Its orientation and descriptor
-//! loops are written to vectorise, and with AVX2 they run 8 lanes wide instead of 4: orientation
-//! takes about half the time. Here, and only here, the std layer asks the CPU once whether it
-//! has AVX2 and then runs the core's inlined loops compiled for it: description, and the Q7
-//! matcher (1.8x on N = 3000). The `f32` matcher stays portable: inlined into its loop, its
-//! 16-lane kernel is split by LLVM into narrow vectors and gets slower, even with AVX2 (the
-//! portable build keeps it out of line for the same reason). The results are identical to the
-//! portable build, bit for bit (same IEEE operations per element, no FMA contraction; Q7
-//! distances are exact integers); the tests below check that on real images.
+//! every x86-64 CPU; NEON is already the baseline on aarch64). Its loops are written to
+//! vectorise, and with AVX2 they run 8 lanes wide instead of 4. Here, and only here, the std
+//! layer asks the CPU whether it has AVX2 and then runs:
+//! - description and the Q7 matcher: the core's loops inlined (`describe_all_inlined`,
+//!   `match_range_q7_inlined`) into `#[target_feature(enable = "avx2")]` functions
+//!   (`widest!`): orientation and Q7 matching take about half the time;
+//! - the `f32` matcher: the core's portable loop with only its 16-lane kernel compiled for AVX2,
+//!   out of line ([`Avx2LaneSums`]). Inlined into the loop, LLVM splits that kernel into narrow
+//!   vectors and it gets slower, with AVX2 too (the portable build keeps it out of line for the
+//!   same reason); the Q7 kernel, by contrast, is a third slower out of line than inlined.
+//!
+//! The results are identical to the portable build, bit for bit (same IEEE operations per
+//! element, no FMA contraction; Q7 distances are exact integers):
+//! `gpu-runner/tests/cpu_wide.rs` checks that on real images through the CPU backend.
 
 use std::ops::Range;
 

@@ -237,13 +237,13 @@ fn for_each_response(
     };
     let step = step as i32;
     let first = rows.start;
+    let last = ii.width() as i32;
     for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = sy as i32 * step;
         let base = (sy - first) * gw;
         for (k, filter) in filters.iter().enumerate() {
             let cf = ColumnFilter::new(filter);
             cf.column_sums(ii, row, v);
-            let last = ii.width() as i32;
             for sx in 0..gw {
                 let col = sx as i32 * step;
                 let resp = if cf.cols_inside(ii, col) {
