@@ -732,10 +732,19 @@ pub(crate) fn describe_each<D>(
 /// Quantises a descriptor to Q7: `clamp(round(127 f), -127, 127)` (round half away from zero;
 /// NaN gives 0).
 pub fn to_q7(d: &Descriptor) -> DescriptorQ7 {
+    // Rounded as a vector (`round_to_i32_each`, the same half-away-from-zero rounding as
+    // `roundf`, NaN to 0, saturating) and clamped as integers: a libm call per value made
+    // quantising 4096 descriptors take 1.5 ms, as long as matching them.
+    let mut scaled = [0f32; DESCRIPTOR_LEN];
+    for (s, &f) in scaled.iter_mut().zip(d.iter()) {
+        *s = 127.0 * f;
+    }
+    let mut rounded = [0i32; DESCRIPTOR_LEN];
+    math::round_to_i32_each(&scaled, &mut rounded);
     let mut q = [0i8; DESCRIPTOR_LEN];
-    for (q, &f) in q.iter_mut().zip(d.iter()) {
-        // `as` saturates and maps NaN to 0; the clamp keeps -128 out.
-        *q = math::roundf(127.0 * f).clamp(-127.0, 127.0) as i8;
+    for (q, &r) in q.iter_mut().zip(rounded.iter()) {
+        // The clamp keeps -128 out.
+        *q = r.clamp(-127, 127) as i8;
     }
     q
 }
@@ -748,6 +757,65 @@ mod tests {
     use crate::surf::test_util::{Owned, blobs, boat, detect_vec};
     use crate::surf::{Precision, SurfConfig};
     use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    /// The definition `to_q7` implements, value by value.
+    fn q7_reference(f: f32) -> i8 {
+        // `as` saturates and maps NaN to 0; the clamp keeps -128 out.
+        math::roundf(127.0 * f).clamp(-127.0, 127.0) as i8
+    }
+
+    #[test]
+    fn q7_quantisation_is_the_rounding_definition_everywhere() {
+        // Every tie of 127 f (k + 1/2 for each k) and the 64 floats on either side of where it
+        // falls, the special values, and a million random values in and beyond [-1, 1], placed
+        // at every lane of the descriptor.
+        let mut values = Vec::new();
+        for k in -130..=130 {
+            let centre = (k as f32 + 0.5) / 127.0;
+            let bits = centre.to_bits();
+            for delta in 0..=64u32 {
+                values.push(f32::from_bits(bits.wrapping_add(delta)));
+                values.push(f32::from_bits(bits.wrapping_sub(delta)));
+            }
+        }
+        values.extend([
+            0.0,
+            -0.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            f32::MAX,
+            f32::MIN,
+            1.0,
+            -1.0,
+            33_000.0 / 127.0,
+            5e7,
+            -5e7,
+        ]);
+        let mut rng = StdRng::seed_from_u64(127);
+        for _ in 0..1_000_000 {
+            values.push(rng.gen_range(-1.5f32..1.5));
+        }
+        for chunk in values.chunks(DESCRIPTOR_LEN - 3) {
+            // Rows that hold a NaN or a huge value take the element-wise path, the others the
+            // vector one: both are covered.
+            let mut d = [0.25f32; DESCRIPTOR_LEN];
+            d[3..3 + chunk.len()].copy_from_slice(chunk);
+            let q = to_q7(&d);
+            for (i, (&f, &got)) in d.iter().zip(q.iter()).enumerate() {
+                assert_eq!(
+                    got,
+                    q7_reference(f),
+                    "lane {i}, value {f:e} ({:#x})",
+                    f.to_bits()
+                );
+            }
+        }
+    }
 
     fn distance(a: &Descriptor, b: &Descriptor) -> f32 {
         a.iter()

@@ -2,11 +2,13 @@
 //! frame, and two nodes in one process. Each test has its own ROS domain id (141..144); every
 //! wait is bounded.
 //!
-//! What a failed frame does (node.rs `process_loop`): the node publishes nothing for it (no
-//! keypoints, no matches), counts it in `frames_failed`, and the next diagnostics status is ERROR
-//! with the reason naming the frame. The failed frame does not become the previous frame: the
-//! next frame is matched against the last frame whose keypoints were published (after a failed
-//! `open`, against nothing, as after any backend (re)open). A backend that panics is treated as a
+//! What a failed frame does (node.rs `process_loop`): when detection fails the node publishes
+//! nothing for it; when matching fails, its keypoints are already out (the node publishes
+//! keypoints before it matches, for latency) and no matches are published. Either way the frame
+//! is counted in `frames_failed`, the next diagnostics status is ERROR with the reason naming
+//! the frame, and the failed frame does not become the previous frame: the next frame is matched
+//! against the last frame published whole (after a failed `open`, against nothing, as after any
+//! backend (re)open). A backend that panics is treated as a
 //! failed frame too; the processor is then dropped and reopened for the next frame, which is
 //! matched against nothing.
 
@@ -176,7 +178,8 @@ enum Fault {
 }
 
 /// Frame A is published, then the failing frame F, then B. Checks: ERROR diagnostics naming F
-/// and the reason; nothing published for F; B published as the backend gives it, matched
+/// and the reason; no matches for F (and no keypoints unless matching was what failed); B
+/// published as the backend gives it, matched
 /// against A (the last published frame); the node keeps going and reports OK again.
 fn fault_on_one_frame(domain: u16, fault: Fault) {
     let faults = Arc::new(match fault {
@@ -253,12 +256,18 @@ fn fault_on_one_frame(domain: u16, fault: Fault) {
         assert_eq!(m_b.matches, dm);
     }
 
-    // Nothing, not even an empty match list, was published for F.
+    // No match list, not even an empty one, was published for F; its keypoints only when
+    // matching was what failed (they were published before matching).
     drain(&client, Duration::from_millis(1500));
     let seen = client.seen.borrow().clone();
     assert!(
-        !seen.iter().any(|(_, t)| *t == f_msg.header.stamp),
-        "output published for the failed frame: {seen:?}"
+        !seen.contains(&("matches", f_msg.header.stamp)),
+        "matches published for the failed frame: {seen:?}"
+    );
+    assert_eq!(
+        seen.contains(&("keypoints", f_msg.header.stamp)),
+        fault == Fault::Match,
+        "keypoints of the failed frame: published only when matching failed: {seen:?}"
     );
     assert!(seen.contains(&("keypoints", header(3, "").stamp)));
 
@@ -284,7 +293,7 @@ fn detection_failure_reports_error_publishes_nothing_and_continues() {
 }
 
 #[test]
-fn matching_failure_reports_error_publishes_nothing_and_continues() {
+fn matching_failure_reports_error_publishes_no_matches_and_continues() {
     fault_on_one_frame(142, Fault::Match);
 }
 

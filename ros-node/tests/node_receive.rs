@@ -173,5 +173,11 @@ fn diagnostics_report_stage_times_and_counters() {
     assert!(get("frames_received") >= 3.0);
     let last = node.stats().last_stages;
     assert!(last.node_ms >= last.detect_ms + last.match_ms, "{last:?}");
+    // Keypoints are published before matching: their share ends after detection, before the
+    // node's time does.
+    assert!(
+        last.keypoints_out_ms >= last.detect_ms && last.keypoints_out_ms <= last.node_ms,
+        "{last:?}"
+    );
     node.stop();
 }

@@ -8,6 +8,9 @@
 //!   `SURFCL_LATENCY_FRAMES` (default 200), `SURFCL_LATENCY_ENCODING` (mono8|rgb8|bgr8, default
 //!   mono8), `SURFCL_LATENCY_MAX_KEYPOINTS` (default 4096), `SURFCL_LATENCY_DESCRIPTOR`
 //!   (f32|q7, default f32), `SURFCL_LATENCY_RELIABLE=1` (reliable image QoS),
+//!   `SURFCL_LATENCY_DECODER` (bulk|serde, default bulk: how the client decodes the keypoints;
+//!   bulk is `surfcl_ros::wire`'s decoder, a block copy as in rclcpp, serde is ros2-client's
+//!   value-by-value path),
 //!   `SURFCL_LATENCY_P50_MAX_MS` / `SURFCL_LATENCY_P99_MAX_MS` (fail above these),
 //!   `SURFCL_LATENCY_JSON` (also write the result there);
 //! - `soak_2000_frames_at_30hz`: 2000 frames at 30 Hz; median resident memory of the last 600
@@ -89,6 +92,11 @@ fn latency() {
     let descriptor = DescriptorKind::from_name(&env_or("SURFCL_LATENCY_DESCRIPTOR", "f32"))
         .unwrap_or_else(|e| panic!("SURFCL_LATENCY_DESCRIPTOR: {e}"));
     let reliable = env_or("SURFCL_LATENCY_RELIABLE", "0") == "1";
+    let decoder = env_or("SURFCL_LATENCY_DECODER", "bulk");
+    assert!(
+        decoder == "bulk" || decoder == "serde",
+        "SURFCL_LATENCY_DECODER must be bulk or serde, got {decoder:?}"
+    );
     let warm_up = 10u32;
     // A distinct domain per configuration, so that runs in a row do not meet stale peers.
     let domain = 131 + (w as u16 % 7) * 3 + u16::from(backend == "opencl");
@@ -104,7 +112,7 @@ fn latency() {
             c.image_reliability = ImageReliability::Reliable;
         }
     });
-    let client = Client::new(domain, "/", "/image");
+    let client = Client::with_keypoints(domain, "/", "/image", decoder == "bulk");
     client.wait_connected(Duration::from_secs(30));
     let img = resize_tile(&read_pgm(&data("oxford-boat/img1.pgm")), w, h);
     // Two pictures, alternated, so that matching has work and the frames differ.
@@ -160,7 +168,7 @@ fn latency() {
     let (p50, p99) = (percentile(&sorted, 0.5), percentile(&sorted, 0.99));
     let max = sorted.last().copied().unwrap_or(f64::NAN);
     println!(
-        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}): \
+        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, client decoder {decoder}): \
          n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} processed {} dropped {} lost {} failed {}",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
@@ -184,23 +192,24 @@ fn latency() {
             "\"{name}\": {{\"p50\": {a:.4}, \"p99\": {b:.4}, \"mean\": {mean:.4}}}"
         ));
     }
-    // What the stages do not cover: the keypoints' way back to the client (serialised by the
-    // node, sent, reassembled and deserialised here).
+    // What the stages do not cover: the keypoints' way back to the client (sent by the node,
+    // reassembled and deserialised here). The node publishes keypoints before it matches, so
+    // its share of the latency is `keypoints_out`, not `node`.
     let mut back: Vec<f64> = lat
         .iter()
         .zip(&stages)
-        .map(|(l, st)| l - st.transport_ms - st.node_ms)
+        .map(|(l, st)| l - st.transport_ms - st.keypoints_out_ms)
         .collect();
     back.sort_by(f64::total_cmp);
     println!(
-        "  {:<12} {:>8.3} {:>9.3}   (total minus transport minus node: keypoints back to the client)",
+        "  {:<12} {:>8.3} {:>9.3}   (total minus transport minus keypoints_out: keypoints back to the client)",
         "return",
         percentile(&back, 0.5),
         percentile(&back, 0.99)
     );
     if let Ok(path) = std::env::var("SURFCL_LATENCY_JSON") {
         let json = format!(
-            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"stages\": {{{}}}}}\n",
+            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"stages\": {{{}}}}}\n",
             s.backend,
             lat.len(),
             json_stages.join(", ")
@@ -222,6 +231,11 @@ fn latency() {
         assert!(
             parts <= st.node_ms + 1e-6 && st.node_ms - parts < 0.5 + 0.05 * st.node_ms,
             "stages {st:?} do not add up to the node's time"
+        );
+        let before_keypoints = st.queue_ms + st.convert_ms + st.detect_ms;
+        assert!(
+            st.keypoints_out_ms >= before_keypoints - 1e-6 && st.keypoints_out_ms <= st.node_ms,
+            "keypoints_out {st:?} is not between detection's end and the node's end"
         );
     }
     for (var, value) in [

@@ -9,14 +9,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ros2_client::builtin_interfaces::Time;
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
+use ros2_client::dds::rustdds::{DomainParticipantBuilder, QosPolicies, no_key};
 use ros2_client::qos::History;
 use ros2_client::{
-    Context, Message, Name, Node, NodeName, NodeOptions, Publisher, QosProfile, Subscription,
+    Context, Message, MessageInfo, Name, Node, NodeName, NodeOptions, Publisher, QosProfile,
+    Subscription,
 };
+use smol::stream::StreamExt;
 use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode};
 use surfcl_ros::processor::ProcessorFactory;
+use surfcl_ros::wire::BulkCdr;
 
 /// Path of a file under the workspace's `data/` (or under `$SURFCL_DATA_DIR`, for a test binary
 /// carried to another machine).
@@ -145,11 +148,74 @@ pub fn within<T>(limit: Duration, fut: impl Future<Output = T>) -> Option<T> {
     }))
 }
 
+/// Something the tests take messages of type `M` from, one at a time.
+pub trait Takes<M> {
+    /// The next message (waits for one).
+    fn next_message(&self) -> impl Future<Output = Result<M, String>>;
+    /// A message if one is waiting.
+    fn take(&self) -> Result<Option<(M, MessageInfo)>, String>;
+}
+
+impl<M: Message + 'static> Takes<M> for Subscription<M> {
+    async fn next_message(&self) -> Result<M, String> {
+        self.async_take()
+            .await
+            .map(|(m, _)| m)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn take(&self) -> Result<Option<(M, MessageInfo)>, String> {
+        Subscription::take(self).map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// How a test client reads the node's `keypoints`.
+pub enum KeypointReader {
+    /// ros2-client's serde path: what any Rust ROS user gets, and a check that the node's bulk
+    /// encoder writes ordinary CDR.
+    Serde(Subscription<KeypointArray>),
+    /// A RustDDS reader with surfcl's bulk CDR decoder (`surfcl_ros::wire`): what a subscriber
+    /// that cares about latency uses (rclcpp's generated code decodes the same way, a block copy).
+    Bulk(no_key::SimpleDataReader<KeypointArray, BulkCdr>),
+}
+
+impl Takes<KeypointArray> for KeypointReader {
+    async fn next_message(&self) -> Result<KeypointArray, String> {
+        match self {
+            KeypointReader::Serde(s) => s.next_message().await,
+            KeypointReader::Bulk(r) => {
+                let stream = r.as_async_stream();
+                let mut stream = std::pin::pin!(stream);
+                match stream.next().await {
+                    Some(Ok(dcc)) => Ok(dcc.into_value()),
+                    Some(Err(e)) => Err(format!("{e:?}")),
+                    None => Err("the reader's stream ended".into()),
+                }
+            }
+        }
+    }
+    fn take(&self) -> Result<Option<(KeypointArray, MessageInfo)>, String> {
+        match self {
+            KeypointReader::Serde(s) => Takes::take(s),
+            KeypointReader::Bulk(r) => {
+                r.drain_read_notifications();
+                match r.try_take_one() {
+                    Ok(Some(dcc)) => {
+                        let info = MessageInfo::from(&dcc);
+                        Ok(Some((dcc.into_value(), info)))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(format!("{e:?}")),
+                }
+            }
+        }
+    }
+}
+
 /// A loopback-only ROS test client: publishes images, receives the node's outputs.
 pub struct Client {
     pub node: Node,
     pub images: Publisher<Image>,
-    pub keypoints: Subscription<KeypointArray>,
+    pub keypoints: KeypointReader,
     pub matches: Subscription<MatchArray>,
     pub debug: Subscription<Image>,
     /// Stamps of every keypoints (`"keypoints"`) and matches (`"matches"`) message that
@@ -170,6 +236,11 @@ fn topic(
 impl Client {
     /// A client on `domain`, using topics under `ns` ("/" for none).
     pub fn new(domain: u16, ns: &str, image_topic: &str) -> Client {
+        Self::with_keypoints(domain, ns, image_topic, false)
+    }
+
+    /// A client that reads `keypoints` with the bulk decoder (`bulk`) or through serde.
+    pub fn with_keypoints(domain: u16, ns: &str, image_topic: &str, bulk: bool) -> Client {
         let dp = DomainParticipantBuilder::new(domain)
             .with_only_networks([Ipv4Addr::LOCALHOST])
             .build()
@@ -198,7 +269,19 @@ impl Client {
             msg::keypoint_array_type(),
             &reliable,
         );
-        let keypoints = node.create_subscription::<KeypointArray>(&t, None).unwrap();
+        let keypoints = if bulk {
+            let subscriber = ctx
+                .domain_participant()
+                .create_subscriber(&QosPolicies::from(&reliable))
+                .unwrap();
+            KeypointReader::Bulk(
+                subscriber
+                    .create_simple_datareader_no_key::<KeypointArray, BulkCdr>(&t, None)
+                    .unwrap(),
+            )
+        } else {
+            KeypointReader::Serde(node.create_subscription::<KeypointArray>(&t, None).unwrap())
+        };
         let t = topic(
             &mut node,
             &format!("{base}/matches"),
@@ -237,8 +320,13 @@ impl Client {
     pub fn wait_connected(&self, limit: Duration) {
         within(limit, self.images.wait_for_subscription(&self.node))
             .expect("node's image subscription not discovered");
-        within(limit, self.keypoints.wait_for_publisher(&self.node))
-            .expect("node's keypoints publisher not discovered");
+        // A bulk reader is not a ros2-client subscription (no discovery wait of its own): the
+        // matches publisher below belongs to the same node and is discovered with it, and the
+        // latency test's warm-up frames are resent until their keypoints arrive.
+        if let KeypointReader::Serde(k) = &self.keypoints {
+            within(limit, k.wait_for_publisher(&self.node))
+                .expect("node's keypoints publisher not discovered");
+        }
         within(limit, self.matches.wait_for_publisher(&self.node))
             .expect("node's matches publisher not discovered");
     }
@@ -284,8 +372,8 @@ impl Client {
 }
 
 /// Takes messages until one has `stamp`, or `limit` passes.
-pub fn take_stamped<M: Message + 'static>(
-    sub: &Subscription<M>,
+pub fn take_stamped<M>(
+    sub: &impl Takes<M>,
     stamp: Time,
     limit: Duration,
     stamp_of: impl Fn(&M) -> Time,
@@ -294,8 +382,8 @@ pub fn take_stamped<M: Message + 'static>(
 }
 
 /// [`take_stamped`], also telling `seen` the stamp of every message taken.
-pub fn take_stamped_seen<M: Message + 'static>(
-    sub: &Subscription<M>,
+pub fn take_stamped_seen<M>(
+    sub: &impl Takes<M>,
     stamp: Time,
     limit: Duration,
     stamp_of: impl Fn(&M) -> Time,
@@ -304,8 +392,8 @@ pub fn take_stamped_seen<M: Message + 'static>(
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let left = deadline.saturating_duration_since(Instant::now());
-        match within(left, sub.async_take()) {
-            Some(Ok((m, _))) => {
+        match within(left, sub.next_message()) {
+            Some(Ok(m)) => {
                 let t = stamp_of(&m);
                 seen(t);
                 if t == stamp {
