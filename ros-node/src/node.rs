@@ -40,11 +40,10 @@ use smol::stream::StreamExt;
 use surfcl_core::GrayImage;
 
 use crate::convert::{self, Layout};
-use crate::msg::{self, Header, Image, KeypointArray, KeypointMsg, MatchArray};
+use crate::msg::{self, Header, Image, MatchArray};
 use crate::params::NodeParams;
-use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory, quantise_q7};
-use crate::wire::BulkCdr;
-use surfcl_core::config::DescriptorKind;
+use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
+use crate::wire::{BufferPool, BulkCdr, Encoded, encode_detection};
 
 /// Errors while starting the node.
 #[derive(Debug, thiserror::Error)]
@@ -418,7 +417,10 @@ fn create_publisher<M: Message>(
 type BulkWriter<M> = no_key::DataWriter<M, BulkCdr>;
 
 struct Outputs {
-    keypoints: BulkWriter<KeypointArray>,
+    /// `KeypointArray`s, encoded by the node (`wire::encode_detection`).
+    keypoints: BulkWriter<Encoded>,
+    /// The buffers they are encoded into, back from DDS when it drops them.
+    buffers: BufferPool,
     matches: BulkWriter<MatchArray>,
     debug: Publisher<Image>,
     /// The DDS publisher of the bulk writers (kept with them).
@@ -581,7 +583,7 @@ pub fn start(
         .domain_participant()
         .create_publisher(&QosPolicies::from(&output_qos))
         .map_err(ros_err)?;
-    let (keypoints, kp_topic) = create_bulk_writer::<KeypointArray>(
+    let (keypoints, kp_topic) = create_bulk_writer::<Encoded>(
         &mut node,
         &dds_publisher,
         &config,
@@ -606,6 +608,7 @@ pub fn start(
     )?;
     let outputs = Outputs {
         keypoints,
+        buffers: BufferPool::default(),
         matches,
         debug,
         _dds_publisher: dds_publisher,
@@ -1152,7 +1155,14 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         // is a quarter of the node's time).
         let t = Instant::now();
         let header = image.header.clone();
-        let kp_msg = keypoint_message(&header, &detection, params.descriptor);
+        let kp_msg = Encoded(out.buffers.bytes(encode_detection(
+            out.buffers.take(),
+            &header,
+            &detection.keypoints,
+            &detection.descriptors,
+            params.descriptor,
+            detection.dropped,
+        )));
         stages.build_ms = ms_since(t);
         let t = Instant::now();
         if let Err(e) = out.keypoints.write(kp_msg, Some(Timestamp::now())) {
@@ -1251,30 +1261,6 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         }
         previous = Some(Previous { header, detection });
     }
-}
-
-/// The `KeypointArray` of one frame: keypoints field by field, descriptors as one block copy
-/// of the backend's contiguous `[f32; 64]` array (or its Q7 quantisation).
-fn keypoint_message(header: &Header, d: &Detection, repr: DescriptorKind) -> KeypointArray {
-    let mut msg = KeypointArray {
-        header: header.clone(),
-        keypoints: d.keypoints.iter().map(KeypointMsg::from).collect(),
-        descriptors: Vec::new(),
-        descriptors_q7: Vec::new(),
-        descriptor_length: surfcl_core::DESCRIPTOR_LEN as u32,
-        dropped: u32::try_from(d.dropped).unwrap_or(u32::MAX),
-    };
-    match repr {
-        DescriptorKind::F32 => msg.descriptors = d.descriptors.as_flattened().to_vec(),
-        DescriptorKind::Q7 => {
-            let mut q7 = Vec::with_capacity(d.descriptors.len() * surfcl_core::DESCRIPTOR_LEN);
-            for desc in &d.descriptors {
-                quantise_q7(desc, &mut q7);
-            }
-            msg.descriptors_q7 = q7;
-        }
-    }
-    msg
 }
 
 #[cfg(test)]

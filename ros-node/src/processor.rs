@@ -84,8 +84,3 @@ pub trait ProcessorFactory: Send + Sync {
     /// Opens the backend chosen by `params.backend` / `params.device`.
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError>;
 }
-
-/// Q7 quantisation of a unit descriptor (the core's `to_q7`), appended to `out`.
-pub fn quantise_q7(d: &Descriptor, out: &mut Vec<i8>) {
-    out.extend_from_slice(&surfcl_core::describe::to_q7(d));
-}
