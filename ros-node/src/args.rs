@@ -4,7 +4,7 @@
 
 use clap::Parser;
 
-use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, ImageReliability, NodeConfig};
+use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, NodeConfig, TopicReliability};
 use crate::params::NodeParams;
 
 /// `surfcl-node` flags.
@@ -17,7 +17,8 @@ use crate::params::NodeParams;
                   -r __ns:=/robot -r __node:=name -p threshold:=0.001 (end them with --).\n\
                   Parameters: detector, threshold, octaves, upright, max_keypoints, precision, \
                   descriptor, ratio, cross_check, backend, device, debug_image; at start-up \
-                  only: image_reliability (best_effort|reliable), image_qos_depth."
+                  only: image_reliability (best_effort|reliable), image_qos_depth, \
+                  output_reliability (reliable|best_effort)."
 )]
 pub struct Cli {
     /// Node name.
@@ -36,7 +37,13 @@ pub struct Cli {
     /// reliable (lost fragments of large frames are repaired; only matches reliable publishers).
     /// Also `-p image_reliability:=reliable`.
     #[arg(long, default_value = "best_effort", value_parser = parse_reliability)]
-    pub image_reliability: ImageReliability,
+    pub image_reliability: TopicReliability,
+    /// Reliability of the keypoints, matches and debug_image publishers: reliable (every
+    /// subscriber matches, lost fragments are repaired) or best_effort (the sensor-data profile:
+    /// lower latency for large outputs, only best-effort subscribers match). Also
+    /// `-p output_reliability:=best_effort`.
+    #[arg(long, default_value = "reliable", value_parser = parse_reliability)]
+    pub output_reliability: TopicReliability,
     /// SO_RCVBUF requested for the DDS sockets, bytes (0: RustDDS's default of 8 MiB). Linux
     /// grants at most net.core.rmem_max (x2); large best-effort frames need room for a whole frame.
     #[arg(long, default_value_t = DEFAULT_SOCKET_RECEIVE_BUFFER)]
@@ -55,8 +62,8 @@ pub struct Cli {
     pub quiet: bool,
 }
 
-fn parse_reliability(s: &str) -> Result<ImageReliability, String> {
-    ImageReliability::parse(s).ok_or_else(|| format!("expected best_effort or reliable, got {s:?}"))
+fn parse_reliability(s: &str) -> Result<TopicReliability, String> {
+    TopicReliability::parse(s).ok_or_else(|| format!("expected best_effort or reliable, got {s:?}"))
 }
 
 fn split_assign(s: &str) -> Result<(&str, &str), String> {
@@ -225,6 +232,7 @@ fn build_config(
         },
         image_qos_depth: cli.image_qos_depth as usize,
         image_reliability: cli.image_reliability,
+        output_reliability: cli.output_reliability,
         socket_receive_buffer: cli.socket_receive_buffer,
         all_interfaces: cli.all_interfaces,
         log_to_stderr: !cli.quiet,
@@ -245,6 +253,7 @@ fn build_config(
         // parameters so that launch files can set them like the others.
         match name {
             "image_reliability" => config.image_reliability = parse_reliability(value)?,
+            "output_reliability" => config.output_reliability = parse_reliability(value)?,
             "image_qos_depth" => {
                 config.image_qos_depth = value
                     .trim()
@@ -293,7 +302,7 @@ mod tests {
         assert!(!c.log_to_stderr);
         assert_eq!(c.params.threshold, 0.002);
         assert!(c.params.upright);
-        assert_eq!(c.image_reliability, ImageReliability::BestEffort);
+        assert_eq!(c.image_reliability, TopicReliability::BestEffort);
     }
 
     #[test]
@@ -326,7 +335,7 @@ mod tests {
         assert_eq!(c.params.max_keypoints, 7);
         assert!(c.params.upright);
         assert_eq!(c.params.threshold, 0.0008);
-        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        assert_eq!(c.image_reliability, TopicReliability::Reliable);
         assert!(params_from_yaml("/**:\n  ros__parameters:\n    a:\n      b: 1\n").is_err());
         assert!(matches!(
             parse(
@@ -352,7 +361,8 @@ mod tests {
             NodeParams::default(),
             "config/surfcl.yaml drifted from the defaults"
         );
-        assert_eq!(c.image_reliability, ImageReliability::BestEffort);
+        assert_eq!(c.image_reliability, TopicReliability::BestEffort);
+        assert_eq!(c.output_reliability, TopicReliability::Reliable);
         let launch = std::fs::read_to_string(format!("{root}/launch/surfcl.launch.py")).unwrap();
         assert!(launch.contains("executable=\"surfcl-node\""));
         assert!(launch.contains("(\"image\", LaunchConfiguration(\"camera_topic\"))"));
@@ -370,14 +380,33 @@ mod tests {
         ) else {
             panic!("did not parse")
         };
-        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        assert_eq!(c.image_reliability, TopicReliability::Reliable);
+        assert_eq!(
+            c.output_reliability,
+            TopicReliability::Reliable,
+            "the default"
+        );
         assert_eq!((c.image_qos_depth, c.socket_receive_buffer), (4, 1000));
-        let Parsed::Run(c) = parse(&args("n --image-reliability reliable"), None) else {
+        let Parsed::Run(c) = parse(
+            &args("n --image-reliability reliable --output-reliability best_effort"),
+            None,
+        ) else {
             panic!("did not parse")
         };
-        assert_eq!(c.image_reliability, ImageReliability::Reliable);
+        assert_eq!(c.image_reliability, TopicReliability::Reliable);
+        assert_eq!(c.output_reliability, TopicReliability::BestEffort);
+        let Parsed::Run(c) = parse(
+            &args("n --ros-args -p output_reliability:=best_effort --"),
+            None,
+        ) else {
+            panic!("did not parse")
+        };
+        assert_eq!(c.output_reliability, TopicReliability::BestEffort);
+        assert_eq!(c.image_reliability, TopicReliability::BestEffort);
         for bad in [
             "n --image-reliability sometimes",
+            "n --output-reliability sometimes",
+            "n --ros-args -p output_reliability:=x --",
             "n --ros-args -p image_reliability:=x --",
             "n --ros-args -p image_qos_depth:=0 --",
         ] {

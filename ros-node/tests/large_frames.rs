@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use ros2_client::builtin_interfaces::Time;
 use surfcl_ros::msg::Image;
-use surfcl_ros::node::{ImageReliability, RunningNode};
+use surfcl_ros::node::{RunningNode, TopicReliability};
 
 fn big(w: usize, h: usize) -> Gray {
     resize_tile(&read_pgm(&data("oxford-boat/img1.pgm")), w, h)
@@ -38,7 +38,7 @@ fn deliver(
     None
 }
 
-fn run_large(domain: u16, reliability: ImageReliability) -> RunningNode {
+fn run_large(domain: u16, reliability: TopicReliability) -> RunningNode {
     let node = start_node(domain, factory(), |c| {
         c.params = test_params();
         c.params.max_keypoints = 500;
@@ -81,14 +81,14 @@ fn run_large(domain: u16, reliability: ImageReliability) -> RunningNode {
 
 #[test]
 fn large_frames_reliable() {
-    let node = run_large(141, ImageReliability::Reliable);
+    let node = run_large(141, TopicReliability::Reliable);
     assert_eq!(node.stats().failed, 0);
     node.stop();
 }
 
 #[test]
 fn large_frames_best_effort() {
-    let node = run_large(142, ImageReliability::BestEffort);
+    let node = run_large(142, TopicReliability::BestEffort);
     assert_eq!(node.stats().failed, 0);
     node.stop();
 }

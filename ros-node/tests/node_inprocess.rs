@@ -12,6 +12,7 @@ use ros2_client::rcl_interfaces::{SetParametersRequest, SetParametersResponse};
 use ros2_client::{Name, Parameter, ParameterValue, QosProfile, ServiceMapping, ServiceTypeName};
 use surfcl_core::GrayImage;
 use surfcl_ros::msg::{Image, KeypointMsg};
+use surfcl_ros::node::TopicReliability;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -21,9 +22,30 @@ fn boat(n: u32) -> Gray {
 
 #[test]
 fn boat_keypoints_and_matches_equal_direct_backend() {
-    let domain = 111;
-    let node = start_node(domain, factory(), |c| c.params = test_params());
-    let client = Client::new(domain, "/", "/image");
+    equal_direct_backend(111, TopicReliability::Reliable, ClientOptions::default());
+}
+
+/// The same through best-effort outputs (the low-latency setting), read by a best-effort
+/// client that decodes keypoints with the bulk decoder and publishes images best effort.
+#[test]
+fn best_effort_outputs_and_bulk_decoding_give_the_same_results() {
+    equal_direct_backend(
+        115,
+        TopicReliability::BestEffort,
+        ClientOptions {
+            images: TopicReliability::BestEffort,
+            outputs: TopicReliability::BestEffort,
+            bulk_keypoints: true,
+        },
+    );
+}
+
+fn equal_direct_backend(domain: u16, outputs: TopicReliability, options: ClientOptions) {
+    let node = start_node(domain, factory(), |c| {
+        c.params = test_params();
+        c.output_reliability = outputs;
+    });
+    let client = Client::with_options(domain, "/", "/image", options);
     client.wait_connected(LIMIT);
 
     let (img1, img2) = (boat(1), boat(2));

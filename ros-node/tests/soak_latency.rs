@@ -7,7 +7,10 @@
 //!   default cpu), `SURFCL_LATENCY_DEVICE` (OpenCL device index or name part),
 //!   `SURFCL_LATENCY_FRAMES` (default 200), `SURFCL_LATENCY_ENCODING` (mono8|rgb8|bgr8, default
 //!   mono8), `SURFCL_LATENCY_MAX_KEYPOINTS` (default 4096), `SURFCL_LATENCY_DESCRIPTOR`
-//!   (f32|q7, default f32), `SURFCL_LATENCY_RELIABLE=1` (reliable image QoS),
+//!   (f32|q7, default f32), `SURFCL_LATENCY_RELIABLE=1` (reliable image QoS; otherwise the
+//!   client publishes images best effort, as a camera driver on the sensor-data profile does),
+//!   `SURFCL_LATENCY_OUTPUTS` (reliable|best_effort, default reliable: the node's
+//!   `output_reliability`, and the client's subscriptions to match),
 //!   `SURFCL_LATENCY_DECODER` (bulk|serde, default bulk: how the client decodes the keypoints;
 //!   bulk is `surfcl_ros::wire`'s decoder, a block copy as in rclcpp, serde is ros2-client's
 //!   value-by-value path),
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use surfcl_core::config::{BackendChoice, DescriptorKind, Named};
-use surfcl_ros::node::{ImageReliability, StageTimes};
+use surfcl_ros::node::{StageTimes, TopicReliability};
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -92,6 +95,8 @@ fn latency() {
     let descriptor = DescriptorKind::from_name(&env_or("SURFCL_LATENCY_DESCRIPTOR", "f32"))
         .unwrap_or_else(|e| panic!("SURFCL_LATENCY_DESCRIPTOR: {e}"));
     let reliable = env_or("SURFCL_LATENCY_RELIABLE", "0") == "1";
+    let outputs = TopicReliability::parse(&env_or("SURFCL_LATENCY_OUTPUTS", "reliable"))
+        .expect("SURFCL_LATENCY_OUTPUTS must be reliable or best_effort");
     let decoder = env_or("SURFCL_LATENCY_DECODER", "bulk");
     assert!(
         decoder == "bulk" || decoder == "serde",
@@ -109,10 +114,24 @@ fn latency() {
     let node = start_node(domain, factory(), |c| {
         c.params = params;
         if reliable {
-            c.image_reliability = ImageReliability::Reliable;
+            c.image_reliability = TopicReliability::Reliable;
         }
+        c.output_reliability = outputs;
     });
-    let client = Client::with_keypoints(domain, "/", "/image", decoder == "bulk");
+    let client = Client::with_options(
+        domain,
+        "/",
+        "/image",
+        ClientOptions {
+            images: if reliable {
+                TopicReliability::Reliable
+            } else {
+                TopicReliability::BestEffort
+            },
+            outputs,
+            bulk_keypoints: decoder == "bulk",
+        },
+    );
     client.wait_connected(Duration::from_secs(30));
     let img = resize_tile(&read_pgm(&data("oxford-boat/img1.pgm")), w, h);
     // Two pictures, alternated, so that matching has work and the frames differ.
@@ -168,10 +187,11 @@ fn latency() {
     let (p50, p99) = (percentile(&sorted, 0.5), percentile(&sorted, 0.99));
     let max = sorted.last().copied().unwrap_or(f64::NAN);
     println!(
-        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, client decoder {decoder}): \
+        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}): \
          n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} processed {} dropped {} lost {} failed {}",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
+        outputs.name(),
         lat.len(),
         s.received,
         s.processed,
@@ -209,8 +229,10 @@ fn latency() {
     );
     if let Ok(path) = std::env::var("SURFCL_LATENCY_JSON") {
         let json = format!(
-            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"stages\": {{{}}}}}\n",
+            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"stages\": {{{}}}}}\n",
             s.backend,
+            outputs.name(),
+            if reliable { "reliable" } else { "best_effort" },
             lat.len(),
             json_stages.join(", ")
         );

@@ -17,7 +17,7 @@ use ros2_client::{
 };
 use smol::stream::StreamExt;
 use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
-use surfcl_ros::node::{NodeConfig, RunningNode};
+use surfcl_ros::node::{NodeConfig, RunningNode, TopicReliability};
 use surfcl_ros::processor::ProcessorFactory;
 use surfcl_ros::wire::BulkCdr;
 
@@ -211,6 +211,29 @@ impl Takes<KeypointArray> for KeypointReader {
     }
 }
 
+/// How a [`Client`] talks to the node.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientOptions {
+    /// Reliability of the image publisher (reliable, the default, matches either image
+    /// subscription of the node; a camera driver on the sensor-data profile is best effort).
+    pub images: TopicReliability,
+    /// Reliability of the output subscriptions: reliable (the default) only matches the node's
+    /// default reliable outputs; best effort matches either.
+    pub outputs: TopicReliability,
+    /// Read `keypoints` with the bulk decoder instead of serde.
+    pub bulk_keypoints: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            images: TopicReliability::Reliable,
+            outputs: TopicReliability::Reliable,
+            bulk_keypoints: false,
+        }
+    }
+}
+
 /// A loopback-only ROS test client: publishes images, receives the node's outputs.
 pub struct Client {
     pub node: Node,
@@ -236,11 +259,16 @@ fn topic(
 impl Client {
     /// A client on `domain`, using topics under `ns` ("/" for none).
     pub fn new(domain: u16, ns: &str, image_topic: &str) -> Client {
-        Self::with_keypoints(domain, ns, image_topic, false)
+        Self::with_options(domain, ns, image_topic, ClientOptions::default())
     }
 
-    /// A client that reads `keypoints` with the bulk decoder (`bulk`) or through serde.
-    pub fn with_keypoints(domain: u16, ns: &str, image_topic: &str, bulk: bool) -> Client {
+    /// A client with the QoS and keypoint decoding of `options`.
+    pub fn with_options(
+        domain: u16,
+        ns: &str,
+        image_topic: &str,
+        options: ClientOptions,
+    ) -> Client {
         let dp = DomainParticipantBuilder::new(domain)
             .with_only_networks([Ipv4Addr::LOCALHOST])
             .build()
@@ -255,8 +283,15 @@ impl Client {
             )
             .unwrap();
         smol::spawn(node.spinner().unwrap().spin()).detach();
-        let reliable = QosProfile::publisher_default().history(History::KeepLast { depth: 10 });
-        let t = topic(&mut node, image_topic, msg::image_type(), &reliable);
+        let qos = |r: TopicReliability| {
+            match r {
+                TopicReliability::Reliable => QosProfile::publisher_default(),
+                TopicReliability::BestEffort => QosProfile::subscription_default(),
+            }
+            .history(History::KeepLast { depth: 10 })
+        };
+        let (image_qos, output_qos) = (qos(options.images), qos(options.outputs));
+        let t = topic(&mut node, image_topic, msg::image_type(), &image_qos);
         let images = node.create_publisher::<Image>(&t, None).unwrap();
         let base = if ns == "/" {
             String::new()
@@ -267,12 +302,12 @@ impl Client {
             &mut node,
             &format!("{base}/keypoints"),
             msg::keypoint_array_type(),
-            &reliable,
+            &output_qos,
         );
-        let keypoints = if bulk {
+        let keypoints = if options.bulk_keypoints {
             let subscriber = ctx
                 .domain_participant()
-                .create_subscriber(&QosPolicies::from(&reliable))
+                .create_subscriber(&QosPolicies::from(&output_qos))
                 .unwrap();
             KeypointReader::Bulk(
                 subscriber
@@ -286,14 +321,14 @@ impl Client {
             &mut node,
             &format!("{base}/matches"),
             msg::match_array_type(),
-            &reliable,
+            &output_qos,
         );
         let matches = node.create_subscription::<MatchArray>(&t, None).unwrap();
         let t = topic(
             &mut node,
             &format!("{base}/debug_image"),
             msg::image_type(),
-            &reliable,
+            &output_qos,
         );
         let debug = node.create_subscription::<Image>(&t, None).unwrap();
         Client {

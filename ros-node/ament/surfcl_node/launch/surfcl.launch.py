@@ -30,6 +30,8 @@ def generate_launch_description():
         DeclareLaunchArgument("max_keypoints", default_value="10000"),
         DeclareLaunchArgument("image_reliability", default_value="best_effort",
                               description="best_effort | reliable (must match the camera's publisher)"),
+        DeclareLaunchArgument("output_reliability", default_value="reliable",
+                              description="reliable | best_effort (keypoints, matches, debug_image)"),
         DeclareLaunchArgument("debug_image", default_value="false"),
     ]
     node = Node(
@@ -46,6 +48,7 @@ def generate_launch_description():
                 "device": ParameterValue(LaunchConfiguration("device"), value_type=str),
                 "max_keypoints": ParameterValue(LaunchConfiguration("max_keypoints"), value_type=int),
                 "image_reliability": LaunchConfiguration("image_reliability"),
+                "output_reliability": LaunchConfiguration("output_reliability"),
                 "debug_image": ParameterValue(LaunchConfiguration("debug_image"), value_type=bool),
             },
         ],
