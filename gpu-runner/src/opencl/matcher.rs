@@ -115,7 +115,9 @@ impl GpuMatcher {
     pub(crate) fn new(gpu: Gpu) -> Result<Self, OpenClError> {
         let program = gpu.program("match.cl", MATCH_CL, &[])?;
         let local_mem = gpu.selected.info.local_mem_bytes as usize;
-        // A tile holds `local` descriptors plus their signs; keep a little local memory spare.
+        // A tile holds `local` descriptors plus their signs, and the kernels order `local`
+        // queries by sign (a class byte and a 16-bit slot each); keep a little local memory
+        // spare.
         let fit = |bytes_per: usize| {
             if local_mem == 0 {
                 64
@@ -125,8 +127,8 @@ impl GpuMatcher {
         };
         let max_wg = gpu.selected.info.max_work_group_size.max(1);
         Ok(Self {
-            local_f32: fit(64 * 4 + 1).min(max_wg),
-            local_q7: fit(64 + 1).min(max_wg),
+            local_f32: fit(64 * 4 + 4).min(max_wg),
+            local_q7: fit(64 + 4).min(max_wg),
             gpu,
             program,
             f32_sides: None,
@@ -240,6 +242,8 @@ impl GpuMatcher {
         }
         let k = builder
             .arg_local::<i8>(local)
+            .arg_local::<u8>(local)
+            .arg_local::<u16>(local)
             .build()
             .map_err(OpenClError::runtime("build matcher kernel"))?;
         let mut ev = Event::empty();
