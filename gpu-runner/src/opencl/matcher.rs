@@ -60,6 +60,8 @@ pub struct GpuMatcher {
     gpu: Gpu,
     program: Program,
     local_f32: usize,
+    /// Work-group size of the f32 kernel for large query sets (see [`Self::group_size`]).
+    wide_f32: usize,
     local_q7: usize,
     f32_sides: Option<Sides<f32>>,
     q7_sides: Option<Sides<i8>>,
@@ -82,6 +84,8 @@ trait Element: OclPrm {
     fn sides(m: &mut GpuMatcher) -> &mut Option<Sides<Self>>;
     /// The work-group size of this element type's kernel.
     fn local(m: &GpuMatcher) -> usize;
+    /// Its work-group size for large query sets ([`GpuMatcher::group_size`]).
+    fn wide(m: &GpuMatcher) -> usize;
 }
 impl Element for f32 {
     const KERNEL: &'static str = "nn2_f32";
@@ -93,6 +97,9 @@ impl Element for f32 {
     fn local(m: &GpuMatcher) -> usize {
         m.local_f32
     }
+    fn wide(m: &GpuMatcher) -> usize {
+        m.wide_f32
+    }
 }
 impl Element for i8 {
     const KERNEL: &'static str = "nn2_q7";
@@ -102,6 +109,10 @@ impl Element for i8 {
         &mut m.q7_sides
     }
     fn local(m: &GpuMatcher) -> usize {
+        m.local_q7
+    }
+    // Not measured wider: Q7 keeps its size.
+    fn wide(m: &GpuMatcher) -> usize {
         m.local_q7
     }
 }
@@ -118,17 +129,19 @@ impl GpuMatcher {
         // A tile holds `local` descriptors plus their signs, and the kernels order `local`
         // queries by sign (a class byte and a 16-bit slot each); keep a little local memory
         // spare.
-        let fit = |bytes_per: usize| {
+        let fit = |bytes_per: usize, most: usize| {
             if local_mem == 0 {
                 64
             } else {
-                (local_mem.saturating_sub(256) / bytes_per).clamp(1, 64)
+                (local_mem.saturating_sub(256) / bytes_per).clamp(1, most)
             }
         };
         let max_wg = gpu.selected.info.max_work_group_size.max(1);
+        let local_f32 = fit(64 * 4 + 4, 64).min(max_wg);
         Ok(Self {
-            local_f32: fit(64 * 4 + 4).min(max_wg),
-            local_q7: fit(64 + 4).min(max_wg),
+            local_f32,
+            wide_f32: fit(64 * 4 + 4, 128).min(max_wg).max(local_f32),
+            local_q7: fit(64 + 4, 64).min(max_wg),
             gpu,
             program,
             f32_sides: None,
@@ -193,9 +206,23 @@ impl GpuMatcher {
         (nt.div_ceil(chunk_len).max(1), chunk_len, qgroups)
     }
 
+    /// The work-group size for `nq` queries with the element type's size `local`: the f32
+    /// kernel takes groups of 128 once there are enough queries for a 128-query group on every
+    /// half compute unit (on the H100, 16384^2: 1.40 ms against 1.64 with 64; at 4096^2, 64 is
+    /// faster: 0.122 against 0.142; `surfcl bench`, same run, 2026-11-25). Results do not depend
+    /// on it.
+    fn group_size<T: Element>(&self, local: usize, nq: usize) -> usize {
+        let cus = self.gpu.selected.info.compute_units.max(1) as usize;
+        if nq >= 64 * cus {
+            T::wide(self).max(local)
+        } else {
+            local
+        }
+    }
+
     /// Words of scratch the chunked 2-NN of `nq x nt` needs besides its result.
-    fn partial_words(&self, nq: usize, nt: usize, local: usize) -> usize {
-        let (chunks, _, _) = self.plan(nq, nt, local);
+    fn partial_words<T: Element>(&self, nq: usize, nt: usize, local: usize) -> usize {
+        let (chunks, _, _) = self.plan(nq, nt, self.group_size::<T>(local, nq));
         if chunks > 1 { 3 * chunks * nq } else { 0 }
     }
 
@@ -218,6 +245,7 @@ impl GpuMatcher {
         if na == 0 {
             return Ok(());
         }
+        let local = self.group_size::<T>(local, na);
         let (chunks, chunk_len, qgroups) = self.plan(na, nb, local);
         let target = if chunks > 1 { part_base } else { base };
         let mut builder = Kernel::builder();
@@ -282,8 +310,8 @@ impl GpuMatcher {
     ) -> Result<(), OpenClError> {
         let (nq, nt) = (a.2, b.2);
         let words = 3 * (nq + if reverse { nt } else { 0 });
-        let part = self.partial_words(nq, nt, local).max(if reverse {
-            self.partial_words(nt, nq, local)
+        let part = self.partial_words::<T>(nq, nt, local).max(if reverse {
+            self.partial_words::<T>(nt, nq, local)
         } else {
             0
         });
