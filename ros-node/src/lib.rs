@@ -28,6 +28,7 @@ pub mod debug;
 pub mod msg;
 pub mod node;
 pub mod params;
+pub mod pixels;
 pub mod processor;
 pub mod sockets;
 pub mod wire;

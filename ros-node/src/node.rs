@@ -35,13 +35,14 @@ use ros2_client::{
     Context, Message, MessageInfo, Name, Node, NodeLoggingHandle, NodeName, NodeOptions, Publisher,
     QosProfile, Subscription, rosout,
 };
-use serde::de::{Deserialize, DeserializeSeed, Deserializer};
+use serde::de::{DeserializeSeed, Deserializer};
 use smol::stream::StreamExt;
 use surfcl_core::GrayImage;
 
 use crate::convert::{self, Layout};
 use crate::msg::{self, Header, Image, MatchArray};
 use crate::params::NodeParams;
+use crate::pixels::{ImageSeed, PixelBuffers};
 use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 use crate::wire::{BufferPool, BulkCdr, Encoded, encode_detection};
 
@@ -298,11 +299,19 @@ struct Arrival {
     deserialise_ms: f64,
 }
 
-/// A validated frame waiting for the processing thread.
+/// A validated frame waiting for the processing thread. Dropped (processed, or replaced in the
+/// slot), it gives its pixel buffer back for the next image to be received into.
 struct Frame {
     image: Image,
     layout: Layout,
     arrival: Arrival,
+    pixels: PixelBuffers,
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        self.pixels.give(std::mem::take(&mut self.image.data));
+    }
 }
 
 /// The newest valid frame waiting for the processing thread.
@@ -312,6 +321,8 @@ struct Slot {
 
 struct Shared {
     slot: Mutex<Slot>,
+    /// Pixel buffers of finished frames, reused by the receive thread.
+    pixels: PixelBuffers,
     ready: Condvar,
     stop: AtomicBool,
     stats: Mutex<Stats>,
@@ -520,6 +531,7 @@ pub fn start(
     let context = Context::from_domain_participant(participant).map_err(ros_err)?;
 
     let shared = Arc::new(Shared {
+        pixels: PixelBuffers::default(),
         slot: Mutex::new(Slot { frame: None }),
         ready: Condvar::new(),
         stop: AtomicBool::new(false),
@@ -772,17 +784,22 @@ pub fn start(
     })
 }
 
-/// Deserialises an [`Image`] and records how long that took (nanoseconds) in `nanos`.
+/// Deserialises an [`Image`] into a reused pixel buffer ([`ImageSeed`]) and records how long
+/// that took (nanoseconds) in `nanos`.
 #[derive(Clone)]
 struct TimedImage {
     nanos: Arc<AtomicU64>,
+    pixels: PixelBuffers,
 }
 
 impl<'de> DeserializeSeed<'de> for TimedImage {
     type Value = Image;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Image, D::Error> {
         let t0 = Instant::now();
-        let image = Image::deserialize(deserializer);
+        let image = ImageSeed {
+            buffers: self.pixels,
+        }
+        .deserialize(deserializer);
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.nanos.store(ns, Ordering::Relaxed);
         image
@@ -824,6 +841,7 @@ fn receive_loop(shared: &Shared, subscription: &Subscription<Image>, log: &Logge
     let nanos = Arc::new(AtomicU64::new(0));
     let stream = subscription.async_stream_seed(TimedImage {
         nanos: Arc::clone(&nanos),
+        pixels: shared.pixels.clone(),
     });
     let mut stream = std::pin::pin!(stream);
     let mut gaps = GapCounter::default();
@@ -901,6 +919,7 @@ fn accept_image(shared: &Shared, log: &Logger, image: Image, arrival: Arrival) {
                     image,
                     layout,
                     arrival,
+                    pixels: shared.pixels.clone(),
                 })
                 .is_some();
             if replaced {
@@ -1085,12 +1104,8 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
     let mut previous: Option<Previous> = None;
     let mut gray = Vec::new();
     let mut debug_rgb = Vec::new();
-    while let Some(Frame {
-        image,
-        layout,
-        arrival,
-    }) = next_frame(shared)
-    {
+    while let Some(frame) = next_frame(shared) {
+        let (image, layout, arrival) = (&frame.image, &frame.layout, &frame.arrival);
         let started = Instant::now();
         let mut stages = StageTimes {
             transport_ms: arrival.transport_ms,
@@ -1146,7 +1161,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         };
 
         let t = Instant::now();
-        let pixels = convert::gray_view(&image.data, &layout, &mut gray);
+        let pixels = convert::gray_view(&image.data, layout, &mut gray);
         stages.convert_ms = ms_since(t);
         let t = Instant::now();
         let mut detection = match GrayImage::new(pixels, layout.width, layout.height)
@@ -1232,7 +1247,7 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 .map(|p| p.detection.keypoints.as_slice())
                 .unwrap_or(&[]);
             crate::debug::render(
-                convert::gray_view(&image.data, &layout, &mut gray),
+                convert::gray_view(&image.data, layout, &mut gray),
                 layout.width,
                 layout.height,
                 &detection.keypoints,
