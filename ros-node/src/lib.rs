@@ -30,5 +30,6 @@ pub mod node;
 pub mod params;
 pub mod pixels;
 pub mod processor;
+pub mod recycle;
 pub mod sockets;
 pub mod wire;

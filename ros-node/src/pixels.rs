@@ -8,51 +8,17 @@
 //! result is the same `Image` that serde's derived `Deserialize` gives (a test compares them).
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
 
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 use crate::msg::{Header, Image};
+use crate::recycle::Recycler;
 
 /// Pixel buffers of frames the node has finished with, for the next images to be deserialised
-/// into. Shared by the receive thread (takes) and the processing thread (gives back).
-#[derive(Debug, Clone, Default)]
-pub struct PixelBuffers {
-    free: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl PixelBuffers {
-    /// Buffers kept at most: one frame being processed, one waiting in the slot, one being
-    /// received. Beyond, returned buffers are freed (large frames are tens of megabytes).
-    pub const MAX_KEPT: usize = 3;
-
-    /// A buffer to deserialise into (a returned one when there is one, else a new empty one).
-    pub fn take(&self) -> Vec<u8> {
-        self.free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default()
-    }
-
-    /// Returns a frame's pixel buffer for reuse.
-    pub fn give(&self, buf: Vec<u8>) {
-        if buf.capacity() == 0 {
-            return;
-        }
-        // A poisoned lock only means another thread panicked while pushing or popping: the
-        // list is still a list of buffers.
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if free.len() < Self::MAX_KEPT {
-            free.push(buf);
-        }
-    }
-
-    /// Buffers waiting for reuse.
-    pub fn available(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-}
+/// into; shared by the receive thread (takes) and the processing thread (gives back). At most 3
+/// wait: one frame being processed, one waiting in the slot, one being received (large frames
+/// are tens of megabytes).
+pub type PixelBuffers = Recycler<3>;
 
 /// Deserialises a `sensor_msgs/Image` with its pixels copied into a buffer from
 /// [`PixelBuffers`].

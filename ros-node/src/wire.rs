@@ -15,7 +15,6 @@
 //! input is an error ([`WireError`]), never a panic.
 
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
 
 use byteorder::LittleEndian;
 use ros2_client::dds::rustdds::RepresentationIdentifier;
@@ -29,6 +28,7 @@ use surfcl_core::describe::to_q7;
 use surfcl_core::{DESCRIPTOR_LEN, Descriptor, Keypoint};
 
 use crate::msg::{Header, KeypointArray, KeypointMsg, MatchArray, MatchMsg};
+use crate::recycle::Recycler;
 
 /// Serializer adapter writing [`KeypointArray`] and [`MatchArray`] as classic little-endian CDR
 /// without per-value serde calls.
@@ -195,16 +195,16 @@ pub fn encode_detection(
 /// the writer keeps (its history) and drops later on another thread; made with
 /// [`BufferPool::bytes`], the buffer then comes back here instead of being freed, so the next
 /// frame encodes into memory that is already mapped. At most [`BufferPool::MAX_KEPT`] buffers
-/// wait here; beyond, they are freed.
+/// wait here (the keypoints writer holds its last 5 samples); beyond, they are freed.
 #[derive(Debug, Clone, Default)]
 pub struct BufferPool {
-    free: Arc<Mutex<Vec<Vec<u8>>>>,
+    buffers: Recycler<8>,
 }
 
 /// A pooled buffer while DDS holds it: goes back to its pool when dropped.
 struct Pooled {
     buf: Vec<u8>,
-    free: Arc<Mutex<Vec<Vec<u8>>>>,
+    home: Recycler<8>,
 }
 
 impl AsRef<[u8]> for Pooled {
@@ -215,40 +215,30 @@ impl AsRef<[u8]> for Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        // A poisoned pool only means another thread panicked while pushing or popping: the
-        // list itself is still a list of buffers.
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if free.len() < BufferPool::MAX_KEPT {
-            free.push(buf);
-        }
+        self.home.give(std::mem::take(&mut self.buf));
     }
 }
 
 impl BufferPool {
-    /// Buffers kept for reuse at most (the keypoints writer holds its last 5 samples).
-    pub const MAX_KEPT: usize = 8;
+    /// Buffers kept for reuse at most.
+    pub const MAX_KEPT: usize = Recycler::<8>::MAX_KEPT;
 
     /// A buffer to encode into: a returned one when there is one, else a new empty one.
     pub fn take(&self) -> Vec<u8> {
-        self.free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default()
+        self.buffers.take()
     }
 
     /// `buf` as [`Bytes`] that return it to this pool when the last reference is dropped.
     pub fn bytes(&self, buf: Vec<u8>) -> Bytes {
         Bytes::from_owner(Pooled {
             buf,
-            free: Arc::clone(&self.free),
+            home: self.buffers.clone(),
         })
     }
 
     /// Buffers waiting for reuse.
     pub fn available(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.buffers.available()
     }
 }
 
