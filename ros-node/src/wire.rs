@@ -382,6 +382,20 @@ impl<'a> CdrReader<'a> {
         }
         Ok(n)
     }
+    /// A sequence of `element`-byte values (its count checked first), each read by `read`.
+    fn sequence<T>(
+        &mut self,
+        element: usize,
+        field: &'static str,
+        mut read: impl FnMut(&mut Self) -> Result<T, WireError>,
+    ) -> Result<Vec<T>, WireError> {
+        let n = self.count(element, field)?;
+        let mut values = Vec::with_capacity(n);
+        for _ in 0..n {
+            values.push(read(self)?);
+        }
+        Ok(values)
+    }
     fn string(&mut self, field: &'static str) -> Result<String, WireError> {
         let n = self.count(1, field)?;
         let bytes = self.take(n, field)?;
@@ -435,21 +449,18 @@ pub fn decode_keypoint_array(
     let mut r = reader(bytes, encoding)?;
     let header = r.header("header")?;
     // A keypoint is 21 bytes of data (24 with the padding between two of them).
-    let n = r.count(21, "keypoints")?;
-    let mut keypoints = Vec::with_capacity(n);
-    for _ in 0..n {
+    let keypoints = r.sequence(21, "keypoints", |r| {
         r.align(4, "keypoints")?;
         let f = r.f32s(5, "keypoints")?;
-        let laplacian = r.take(1, "keypoints")?[0] as i8;
-        keypoints.push(KeypointMsg {
+        Ok(KeypointMsg {
             x: f[0],
             y: f[1],
             scale: f[2],
             orientation: f[3],
             response: f[4],
-            laplacian,
-        });
-    }
+            laplacian: r.take(1, "keypoints")?[0] as i8,
+        })
+    })?;
     let n = r.count(4, "descriptors")?;
     let descriptors = r.f32s(n, "descriptors")?;
     let n = r.count(1, "descriptors_q7")?;
@@ -478,18 +489,13 @@ pub fn decode_match_array(
     let mut r = reader(bytes, encoding)?;
     let header = r.header("header")?;
     let previous_header = r.header("previous_header")?;
-    let n = r.count(12, "matches")?;
-    let mut matches = Vec::with_capacity(n);
-    for _ in 0..n {
-        let query = r.u32("matches")?;
-        let train = r.u32("matches")?;
-        let distance = r.f32s(1, "matches")?[0];
-        matches.push(MatchMsg {
-            query,
-            train,
-            distance,
-        });
-    }
+    let matches = r.sequence(12, "matches", |r| {
+        Ok(MatchMsg {
+            query: r.u32("matches")?,
+            train: r.u32("matches")?,
+            distance: r.f32s(1, "matches")?[0],
+        })
+    })?;
     Ok(MatchArray {
         header,
         previous_header,

@@ -4,9 +4,9 @@
 //! A detector (SURF in `pipeline.rs`, Harris in `harris.rs`) is a set of kernels behind
 //! [`DetectorKernels`]. Everything else about a frame is the same for all of them and lives
 //! here, in [`FrameIo`] and [`run_frame`]: the size check, the upload (straight from the
-//! caller's pixels), the readback of the result header and the kept records (sized from the last frames,
-//! a second read only when a frame keeps more), the re-run after a detector grew its buffers,
-//! and the output built from the records ([`super::record`]).
+//! caller's pixels), the readback of the result header and the kept records (sized from the
+//! last frames, a second read only when a frame keeps more), the re-run after a detector grew
+//! its buffers, and the output built from the records ([`super::record`]).
 //!
 //! [`DetectorConfig`] says which detector and for what; [`DetectorConfig::open`] is the
 //! registration (the backend, the streams and `surfcl bench` all open detectors through it),
@@ -141,19 +141,14 @@ impl FrameIo {
     /// a copy into a pinned staging area first was slower end to end on an H100 (1920x1080:
     /// 0.698 ms a frame staged, 0.628 direct; 4000x3000: 2.71 against 2.26; `surfcl bench`,
     /// same run, docs/BENCHMARKS.md).
+    ///
+    /// The frame passed [`Self::check_size`] first, so it fits the buffer (and `ocl` refuses a
+    /// longer write anyway).
     fn upload(&mut self, image: &GrayImage<'_>, events: &mut Events) -> Result<(), OpenClError> {
-        let pixels = image.pixels();
-        if pixels.len() > self.image.len() {
-            return Err(OpenClError::Unsupported(format!(
-                "a {}-pixel frame for a {}-pixel image buffer",
-                pixels.len(),
-                self.image.len()
-            )));
-        }
         inject::runtime(FaultPoint::Upload, "upload frame")?;
         let mut ev = Event::empty();
         self.image
-            .write(pixels)
+            .write(image.pixels())
             .queue(&self.gpu.queue)
             .enew(&mut ev)
             .enq()

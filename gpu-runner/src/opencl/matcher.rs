@@ -140,6 +140,7 @@ impl GpuMatcher {
         let local_f32 = fit(64 * 4 + 4, 64).min(max_wg);
         Ok(Self {
             local_f32,
+            // Never below the base size (a device with little local memory or small groups).
             wide_f32: fit(64 * 4 + 4, 128).min(max_wg).max(local_f32),
             local_q7: fit(64 + 4, 64).min(max_wg),
             gpu,
@@ -206,23 +207,22 @@ impl GpuMatcher {
         (nt.div_ceil(chunk_len).max(1), chunk_len, qgroups)
     }
 
-    /// The work-group size for `nq` queries with the element type's size `local`: the f32
-    /// kernel takes groups of 128 once there are enough queries for a 128-query group on every
-    /// half compute unit (on the H100, 16384^2: 1.40 ms against 1.64 with 64; at 4096^2, 64 is
-    /// faster: 0.122 against 0.142; `surfcl bench`, same run, 2026-11-25). Results do not depend
-    /// on it.
-    fn group_size<T: Element>(&self, local: usize, nq: usize) -> usize {
+    /// The element type's work-group size for `nq` queries: the f32 kernel takes groups of 128
+    /// once there are enough queries for a 128-query group on every half compute unit (on the
+    /// H100, 16384^2: 1.40 ms against 1.64 with 64; at 4096^2, 64 is faster: 0.122 against
+    /// 0.142; `surfcl bench`, same run, 2026-11-25). Results do not depend on it.
+    fn group_size<T: Element>(&self, nq: usize) -> usize {
         let cus = self.gpu.selected.info.compute_units.max(1) as usize;
         if nq >= 64 * cus {
-            T::wide(self).max(local)
+            T::wide(self)
         } else {
-            local
+            T::local(self)
         }
     }
 
     /// Words of scratch the chunked 2-NN of `nq x nt` needs besides its result.
-    fn partial_words<T: Element>(&self, nq: usize, nt: usize, local: usize) -> usize {
-        let (chunks, _, _) = self.plan(nq, nt, self.group_size::<T>(local, nq));
+    fn partial_words<T: Element>(&self, nq: usize, nt: usize) -> usize {
+        let (chunks, _, _) = self.plan(nq, nt, self.group_size::<T>(nq));
         if chunks > 1 { 3 * chunks * nq } else { 0 }
     }
 
@@ -237,7 +237,6 @@ impl GpuMatcher {
         out: &Buffer<u32>,
         base: usize,
         part_base: usize,
-        local: usize,
         name: &'static str,
         events: &mut Vec<(&'static str, Event)>,
     ) -> Result<(), OpenClError> {
@@ -245,7 +244,7 @@ impl GpuMatcher {
         if na == 0 {
             return Ok(());
         }
-        let local = self.group_size::<T>(local, na);
+        let local = self.group_size::<T>(na);
         let (chunks, chunk_len, qgroups) = self.plan(na, nb, local);
         let target = if chunks > 1 { part_base } else { base };
         let mut builder = Kernel::builder();
@@ -305,13 +304,12 @@ impl GpuMatcher {
         a: (&Buffer<T>, &Buffer<i8>, usize),
         b: (&Buffer<T>, &Buffer<i8>, usize),
         reverse: bool,
-        local: usize,
         events: &mut Vec<(&'static str, Event)>,
     ) -> Result<(), OpenClError> {
         let (nq, nt) = (a.2, b.2);
         let words = 3 * (nq + if reverse { nt } else { 0 });
-        let part = self.partial_words::<T>(nq, nt, local).max(if reverse {
-            self.partial_words::<T>(nt, nq, local)
+        let part = self.partial_words::<T>(nq, nt).max(if reverse {
+            self.partial_words::<T>(nt, nq)
         } else {
             0
         });
@@ -319,9 +317,9 @@ impl GpuMatcher {
         let Some((out, _)) = self.out.as_ref() else {
             return Err(OpenClError::Unsupported("no result buffer".into()));
         };
-        self.enqueue_nn2(a, b, out, 0, words, local, "match_2nn", events)?;
+        self.enqueue_nn2(a, b, out, 0, words, "match_2nn", events)?;
         if reverse && nt > 0 {
-            self.enqueue_nn2(b, a, out, 3 * nq, words, local, "match_reverse", events)?;
+            self.enqueue_nn2(b, a, out, 3 * nq, words, "match_reverse", events)?;
         }
         Ok(())
     }
@@ -368,23 +366,20 @@ impl GpuMatcher {
         a: (&Buffer<T>, &Buffer<i8>, usize),
         b: (&Buffer<T>, &Buffer<i8>, usize),
         reverse: bool,
-        local: usize,
         mut events: Vec<(&'static str, Event)>,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
-        self.enqueue_device(a, b, reverse, local, &mut events)?;
+        self.enqueue_device(a, b, reverse, &mut events)?;
         self.read_device(a.2, b.2, reverse, events, timings)
     }
 
     /// Uploads flat descriptors (`64` per entry) and signs, then runs [`Self::run_device`].
-    #[allow(clippy::too_many_arguments)]
     fn run<T: Element>(
         &mut self,
         sides: (&Side<T>, &Side<T>),
         query: (&[T], &[i8]),
         train: (&[T], &[i8]),
         reverse: bool,
-        local: usize,
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
         let mut events: Vec<(&'static str, Event)> = Vec::new();
@@ -404,7 +399,6 @@ impl GpuMatcher {
             (&sides.0.desc, &sides.0.sign, query.1.len()),
             (&sides.1.desc, &sides.1.sign, train.1.len()),
             reverse,
-            local,
             events,
             timings,
         )
@@ -478,8 +472,7 @@ impl GpuMatcher {
         config
             .validate()
             .map_err(|e| OpenClError::Unsupported(format!("matcher configuration: {e}")))?;
-        let local = self.local_f32;
-        self.enqueue_device(query, train, config.cross_check, local, events)
+        self.enqueue_device(query, train, config.cross_check, events)
     }
 
     /// Waits for what [`Self::enqueue_device_f32`] enqueued and makes the matches.
@@ -531,22 +524,13 @@ impl GpuMatcher {
         timings: &mut Vec<StageTiming>,
     ) -> Result<(NearestNeighbours, Option<NearestNeighbours>), OpenClError> {
         check_lengths(query.0.len(), query.1.len(), train.0.len(), train.1.len())?;
-        let local = T::local(self);
         let (q, t) = (query.0.as_flattened(), train.0.as_flattened());
-        self.nearest(
-            T::sides,
-            local,
-            (q, query.1),
-            (t, train.1),
-            reverse,
-            timings,
-        )
+        self.nearest(T::sides, (q, query.1), (t, train.1), reverse, timings)
     }
 
     fn nearest<T: Element>(
         &mut self,
         slot: fn(&mut Self) -> &mut Option<Sides<T>>,
-        local: usize,
         query: (&[T], &[i8]),
         train: (&[T], &[i8]),
         reverse: bool,
@@ -566,7 +550,7 @@ impl GpuMatcher {
         // Taken out for the run (which borrows `self` mutably) and put back afterwards.
         let sides = slot(self).take();
         let result = match &sides {
-            Some((a, b)) => self.run((a, b), query, train, reverse, local, timings),
+            Some((a, b)) => self.run((a, b), query, train, reverse, timings),
             None => Err(OpenClError::Unsupported("no descriptor buffers".into())),
         };
         *slot(self) = sides;
