@@ -31,7 +31,9 @@ use surfcl_core::{
 
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
-use crate::wide::{describe_all_widest, match_range_f32_widest, match_range_q7_widest};
+use crate::wide::{
+    describe_all_widest, fill_octave_rows_widest, match_range_f32_widest, match_range_q7_widest,
+};
 
 /// Below this many queries per thread, splitting costs more than it saves.
 const MIN_QUERIES_PER_THREAD: usize = 128;
@@ -271,14 +273,7 @@ fn fill_parallel(
 ) -> Result<(), surf::SurfError> {
     let columns = || vec![0u32; surf::column_scratch_len(ii.width())];
     let Some(pool) = pool.filter(|_| grid_h > ROWS_PER_TASK && grid_w > 0) else {
-        return surf::fill_octave_rows_with_columns(
-            ii,
-            config,
-            octave,
-            0..grid_h,
-            maps,
-            &mut columns(),
-        );
+        return fill_octave_rows_widest(ii, config, octave, 0..grid_h, maps, &mut columns());
     };
     let words_per_row = maps.len() / grid_h;
     pool.install(|| {
@@ -287,7 +282,7 @@ fn fill_parallel(
             .try_for_each_init(columns, |columns, (band, chunk)| {
                 let first = band * ROWS_PER_TASK;
                 let rows = first..(first + ROWS_PER_TASK).min(grid_h);
-                surf::fill_octave_rows_with_columns(ii, config, octave, rows, chunk, columns)
+                fill_octave_rows_widest(ii, config, octave, rows, chunk, columns)
             })
     })
 }

@@ -22,6 +22,7 @@ use surfcl_core::describe::{DescribeError, describe_all};
 use surfcl_core::matcher::{
     Match, MatchConfig, MatchError, PortableLaneSums, TrainBest, match_range_f32_with,
 };
+use surfcl_core::surf;
 use surfcl_core::{Descriptor, DescriptorQ7, IntegralImage, Keypoint};
 
 use crate::cpu::RangeMatcher;
@@ -58,6 +59,14 @@ widest! {
     describe_all_widest = describe_all, surfcl_core::describe::describe_all_inlined;
     fn(ii: &IntegralImage<'_>, keypoints: &mut [Keypoint], upright: bool, out: &mut [Descriptor])
         -> Result<(), DescribeError>
+}
+
+widest! {
+    /// [`surf::fill_octave_rows_with_columns`], with AVX2 where the CPU has it.
+    fill_octave_rows_widest = surf::fill_octave_rows_with_columns,
+        surf::fill_octave_rows_with_columns_inlined;
+    fn(ii: &IntegralImage<'_>, config: &surf::SurfConfig, octave: u32, rows: Range<usize>,
+       out: &mut [u32], columns: &mut [u32]) -> Result<(), surf::SurfError>
 }
 
 widest! {

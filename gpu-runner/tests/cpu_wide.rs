@@ -1,6 +1,7 @@
-//! The CPU backend runs its description and Q7 matching loops with AVX2 where the CPU has it
-//! (`gpu-runner/src/wide.rs`), the f32 matcher its distance kernel; the core, called directly, is the portable build. The two must
-//! agree bit for bit: same keypoints, orientations, descriptors and matches. On a CPU without
+//! The CPU backend runs its Hessian fill, description and Q7 matching loops with AVX2 where the
+//! CPU has it (`gpu-runner/src/wide.rs`), the f32 matcher its distance kernel; the core, called
+//! directly, is the portable build. The two must agree bit for bit: same keypoints,
+//! orientations, descriptors and matches. On a CPU without
 //! AVX2 (or off x86-64) both sides are portable and the test still checks the backend against
 //! the core.
 
@@ -8,7 +9,9 @@ use std::path::Path;
 
 use surfcl_core::describe::{describe_all, to_q7};
 use surfcl_core::integral::integral_len;
+use surfcl_core::keypoint::{KeypointBuffer, KeypointSink};
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32, match_q7, scratch_len};
+use surfcl_core::surf::{self, SurfConfig};
 use surfcl_core::{IntegralImage, Keypoint};
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, Features};
 use surfcl_gpu::cpu::CpuBackend;
@@ -107,6 +110,66 @@ fn backend_matching_equals_the_portable_core() {
                 from_backend.iter().map(key).collect::<Vec<_>>(),
                 "{sign_test} {cross_check} {kind:?}"
             );
+        }
+    }
+}
+
+#[test]
+fn backend_detection_equals_the_portable_core() {
+    // The backend fills the response maps a grid row at a time with the column sums and the
+    // `f64` determinant (AVX2 where the CPU has it), in bands on threads; the core's `detect`
+    // reads the integral table per sample in `i64`. Both initial sample steps, every octave.
+    let key = |kp: &Keypoint| {
+        (
+            kp.x.to_bits(),
+            kp.y.to_bits(),
+            kp.scale.to_bits(),
+            kp.response.to_bits(),
+            kp.laplacian,
+            kp.octave,
+            kp.interval,
+        )
+    };
+    for n in [1, 3] {
+        let image = boat(n);
+        let view = image.view().unwrap();
+        let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
+        let ii = IntegralImage::compute(&view, &mut table).unwrap();
+        for init_sample_step in [1, 2] {
+            let config = SurfConfig {
+                init_sample_step,
+                octaves: surf::MAX_OCTAVES,
+                upright: true,
+                ..SurfConfig::default()
+            };
+            let mut scratch =
+                vec![0u32; surf::scratch_len(&config, ii.width(), ii.height()).unwrap()];
+            let mut storage = vec![Keypoint::default(); 100_000];
+            let mut sink = KeypointBuffer::new(&mut storage);
+            surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+            sink.sort();
+            let core: Vec<_> = sink.points().iter().map(key).collect();
+            assert!(
+                core.len() > 1000,
+                "img{n} step {init_sample_step}: {}",
+                core.len()
+            );
+            for threads in [1, 2] {
+                let mut backend = CpuBackend::with_threads(threads);
+                let params = DetectParams {
+                    surf: config,
+                    max_keypoints: 100_000,
+                    ..DetectParams::default()
+                };
+                let features = backend.detect(&view, &params).unwrap();
+                let from_backend: Vec<_> = features.keypoints.iter().map(key).collect();
+                assert!(
+                    core == from_backend,
+                    "img{n} step {init_sample_step}, {threads} threads: {} against {} keypoints",
+                    core.len(),
+                    from_backend.len()
+                );
+            }
         }
     }
 }

@@ -317,7 +317,7 @@ pub fn fill_octave_rows(
 }
 
 /// [`fill_octave_rows`] faster on a machine with memory to spare: `columns` (at least
-/// [`column_scratch_len`]`(width)` words, about 80 bytes per image column) holds the vertical
+/// [`column_scratch_len`]`(width)` words, 68 bytes per image column) holds the vertical
 /// differences of the integral table that a grid row's filters share, so an interior sample
 /// costs half the table reads. The responses are the same bits; a shorter `columns` is ignored.
 pub fn fill_octave_rows_with_columns(
@@ -328,9 +328,25 @@ pub fn fill_octave_rows_with_columns(
     out: &mut [u32],
     columns: &mut [u32],
 ) -> Result<(), SurfError> {
+    fill_octave_rows_with_columns_inlined(ii, config, octave, rows, out, columns)
+}
+
+/// The body of [`fill_octave_rows_with_columns`], inlined where it is called: the std backend
+/// compiles it with wider vector instructions where the CPU has them (as
+/// `surfcl_core::describe::describe_all_inlined`).
+#[inline(always)]
+pub fn fill_octave_rows_with_columns_inlined(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    out: &mut [u32],
+    columns: &mut [u32],
+) -> Result<(), SurfError> {
     fill_rows(ii, config, octave, rows, out, Some(columns))
 }
 
+#[inline(always)]
 fn fill_rows(
     ii: &IntegralImage,
     config: &SurfConfig,

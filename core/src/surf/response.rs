@@ -258,6 +258,103 @@ fn for_each_response(
     }
 }
 
+/// Grid-row-at-a-time `f32` responses of [`fill_f32_bits`] with column sums: like
+/// [`for_each_response`], but the interior samples of a row (footprint columns inside the image)
+/// are computed [`LANES`] at a time by [`ColumnFilter::interior_row`] into a per-interval row of
+/// `rows_out` (the scratch after the column sums), then interleaved into `out`. Same bits as
+/// [`for_each_sample`]: see [`ColumnFilter::det_exact_in_f64`].
+#[inline(always)]
+fn fill_f32_rows_with_columns(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    columns: &mut [u32],
+    out: &mut [u32],
+) {
+    let step = sample_step(config, octave);
+    let (gw, gh) = grid_size(ii.width(), ii.height(), step);
+    let stride = ii.width() + 1;
+    if columns.len() < SPANS * stride + (INTERVALS as usize + BOXES) * gw {
+        return for_each_response(ii, config, octave, rows, columns, |i, k, (v, _)| {
+            out[i * 4 + k] = v.to_bits();
+        });
+    }
+    let (v, rows_out) = columns.split_at_mut(SPANS * stride);
+    let (rows_out, box_rows) = rows_out.split_at_mut(INTERVALS as usize * gw);
+    let filters = octave_filters(ii, octave);
+    let step = step as usize;
+    let last = ii.width() as i32;
+    let first = rows.start;
+    for sy in rows.start.min(gh)..rows.end.min(gh) {
+        let row = (sy * step) as i32;
+        for (filter, responses) in filters.iter().zip(rows_out.chunks_exact_mut(gw)) {
+            let cf = ColumnFilter::new(filter);
+            cf.column_sums(ii, row, v);
+            let inside = cf.interior_samples(ii.width(), step, gw);
+            let border = (0..inside.start).chain(inside.end..gw);
+            for sx in border {
+                // Columns clipped as `IntegralImage::box_sum` clips them.
+                let col = (sx * step) as i32;
+                responses[sx] = cf
+                    .response(v, stride, col, |c| c.clamp(0, last) as usize)
+                    .0
+                    .to_bits();
+            }
+            let interior = &mut responses[inside.clone()];
+            let first = inside.start;
+            match step {
+                _ if !cf.det_exact_in_f64() => {
+                    cf.interior_row_scalar(v, stride, step, first, interior)
+                }
+                1 => cf.interior_row::<1>(v, stride, first, box_rows, interior),
+                2 => cf.interior_row::<2>(v, stride, first, box_rows, interior),
+                4 => cf.interior_row::<4>(v, stride, first, box_rows, interior),
+                8 => cf.interior_row::<8>(v, stride, first, box_rows, interior),
+                _ => cf.interior_row_scalar(v, stride, step, first, interior),
+            }
+        }
+        // Interval-major row to the maps' sample-major layout.
+        let base = (sy - first) * gw;
+        let (r0, rest) = rows_out.split_at(gw);
+        let (r1, rest) = rest.split_at(gw);
+        let (r2, r3) = rest.split_at(gw);
+        let dst = &mut out[base * 4..(base + gw) * 4];
+        for ((((d, &a), &b), &c), &e) in dst.chunks_exact_mut(4).zip(r0).zip(r1).zip(r2).zip(r3) {
+            d.copy_from_slice(&[a, b, c, e]);
+        }
+    }
+}
+
+/// The determinant `100 Dxx Dyy - 81 Dxy^2` in `f64`: the `i64` value whenever
+/// `100 |Dxx Dyy| + 81 Dxy^2 <= 2^53` (see [`ColumnFilter::det_exact_in_f64`]).
+#[inline(always)]
+fn det_f64(dxx: i32, dyy: i32, dxy: i32) -> f64 {
+    let det = 100.0 * f64::from(dxx) * f64::from(dyy) - 81.0 * f64::from(dxy) * f64::from(dxy);
+    // `+ 0.0` turns the `-0.0` of `0 * negative` into the integer's `+0.0` and leaves every
+    // other value as it is.
+    det + 0.0
+}
+
+/// `out[i] = v[hi + i STEP] - v[lo + i STEP]` (wrapping): the sums of one box at
+/// consecutive samples of a row of column sums `v`. Not inlined: as a function of its own its
+/// two slices are known not to overlap, and LLVM vectorises the strided reads (loads and
+/// shuffles); inlined, it kept the loop scalar.
+#[inline(never)]
+fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+    let lows = v.get(lo..).unwrap_or(&[]).chunks_exact(STEP);
+    let highs = v.get(hi..).unwrap_or(&[]).chunks_exact(STEP);
+    let whole = out.len().min(lows.len()).min(highs.len());
+    for ((o, a), b) in out[..whole].iter_mut().zip(lows).zip(highs) {
+        *o = b[0].wrapping_sub(a[0]);
+    }
+    // The last samples of the last span, whose chunk of `STEP` columns would run past `v`.
+    for (i, o) in out.iter_mut().enumerate().skip(whole) {
+        let at = |base: usize| v.get(base + i * STEP).copied().unwrap_or(0);
+        *o = at(hi).wrapping_sub(at(lo));
+    }
+}
+
 /// Row spans whose vertical differences a filter's eight boxes share: boxes 0 and 1 (Dxx), 2
 /// and 3 (Dyy), 4 and 6, 5 and 7 (the Dxy quadrants above and below).
 const SPANS: usize = 5;
@@ -265,10 +362,15 @@ const SPANS: usize = 5;
 const SPAN_OF_BOX: [usize; 8] = [0, 0, 1, 2, 3, 4, 3, 4];
 
 /// Words of the `columns` scratch of [`fill_octave_rows_with_columns`](super::fill_octave_rows_with_columns)
-/// for an image `width` pixels wide: five rows of the integral table's width.
+/// for an image `width` pixels wide: rows of the integral table's width, five for the column
+/// sums, four for a grid row's responses per interval before they are interleaved, eight for
+/// its box sums.
 pub const fn column_scratch_len(width: usize) -> usize {
-    SPANS * (width + 1)
+    (SPANS + INTERVALS as usize + BOXES) * (width + 1)
 }
+
+/// Boxes of a filter: one row of box sums each in [`ColumnFilter::interior_row`].
+const BOXES: usize = 8;
 
 /// A filter's boxes as column ranges of row-span differences ([`for_each_response`]).
 #[derive(Debug, Clone, Copy)]
@@ -319,6 +421,104 @@ impl ColumnFilter {
             for ((d, &a), &b) in out.iter_mut().zip(top).zip(bottom) {
                 *d = b.wrapping_sub(a);
             }
+        }
+    }
+
+    /// The grid columns `sx` of a row whose footprint columns are inside an image `width` wide
+    /// ([`ColumnFilter::cols_inside`] at `col = sx * step`), within a grid `grid_w` wide.
+    fn interior_samples(&self, width: usize, step: usize, grid_w: usize) -> Range<usize> {
+        let half = self.half.max(0) as usize;
+        let start = half.div_ceil(step.max(1));
+        // `col + half < width`: `col <= width - 1 - half`.
+        let end = match width.checked_sub(half + 1) {
+            Some(last_col) => last_col / step.max(1) + 1,
+            None => 0,
+        };
+        start.min(grid_w)..end.min(grid_w).max(start.min(grid_w))
+    }
+
+    /// Whether `100 Dxx Dyy - 81 Dxy^2` is computed exactly in `f64` for every 8-bit image at
+    /// this filter size, so that rounding that `f64` to `f32` gives the bits of the `i64`
+    /// determinant rounded to `f32` (one rounding to nearest even either way).
+    ///
+    /// Box 1 lies inside box 0 (same rows, middle columns), so `Dxx = (S0 - S1) - 2 S1` is
+    /// within `255 max(A0 - A1, 2 A1)` of zero (`A` the box areas); likewise `Dyy` with boxes 2
+    /// and 3, and `|Dxy| <= 255 max(A4 + A5, A6 + A7)`. Clipping at the image border only
+    /// shrinks the boxes, and inside first. When `100 |Dxx Dyy| + 81 Dxy^2 <= 2^53` every
+    /// product and the difference are integers that `f64` holds exactly. True for the filters
+    /// up to `L = 195` (octaves 0-3, the first two of octave 4); larger ones stay in `i64`.
+    fn det_exact_in_f64(&self) -> bool {
+        let area = |q: usize| {
+            let (span, c0, c1) = self.boxes[q];
+            let rows = self.spans[span].1.max(0) as u128;
+            rows * (c1 - c0).max(0) as u128
+        };
+        let lobe = |outer: usize, inner: usize| {
+            255 * (area(outer).saturating_sub(area(inner))).max(2 * area(inner))
+        };
+        let (dxx, dyy) = (lobe(0, 1), lobe(2, 3));
+        let dxy = 255 * (area(4) + area(5)).max(area(6) + area(7));
+        100 * dxx * dyy + 81 * dxy * dxy <= 1u128 << 53
+    }
+
+    /// The responses of the interior samples `first..first + out.len()` of a row (all inside
+    /// [`ColumnFilter::interior_samples`]) as `f32` bits, with the determinant in `f64`: only
+    /// for a filter whose [`ColumnFilter::det_exact_in_f64`] holds, where it gives
+    /// [`ColumnFilter::response`]'s bits. In two passes that each vectorise: the eight box sums
+    /// of every sample into `box_rows` (eight rows of at least `out.len()` words; `STEP`, the
+    /// octave's sample step, is a constant so that the strided column reads become LLVM's
+    /// interleaved vector loads), then the determinants from those rows.
+    #[inline(always)]
+    fn interior_row<const STEP: usize>(
+        &self,
+        v: &[u32],
+        stride: usize,
+        first: usize,
+        box_rows: &mut [u32],
+        out: &mut [u32],
+    ) {
+        let n = out.len();
+        if n == 0 {
+            return;
+        }
+        let col = first * STEP;
+        let mut rows = box_rows.chunks_exact_mut(n);
+        for &(span, c0, c1) in &self.boxes {
+            let Some(row) = rows.next() else {
+                return self.interior_row_scalar(v, stride, STEP, first, out);
+            };
+            // In the interior `col + c0 >= 0` and `col + c1 <= width`.
+            let lo = span * stride + (col as isize + c0 as isize) as usize;
+            let hi = span * stride + (col as isize + c1 as isize) as usize;
+            box_sums::<STEP>(v, lo, hi, &mut row[..n]);
+        }
+        let mut rows = box_rows.chunks_exact(n);
+        let mut next = || rows.next().unwrap_or(&[]);
+        let (s0, s1, s2, s3) = (next(), next(), next(), next());
+        let (s4, s5, s6, s7) = (next(), next(), next(), next());
+        let (s0, s1, s2, s3) = (&s0[..n], &s1[..n], &s2[..n], &s3[..n]);
+        let (s4, s5, s6, s7) = (&s4[..n], &s5[..n], &s6[..n], &s7[..n]);
+        for (i, r) in out.iter_mut().enumerate() {
+            // The sums are below 2^31 for these filter sizes (255 A < 2^31), so are these.
+            let dxx = s0[i] as i32 - 3 * s1[i] as i32;
+            let dyy = s2[i] as i32 - 3 * s3[i] as i32;
+            let dxy = s4[i] as i32 + s5[i] as i32 - s6[i] as i32 - s7[i] as i32;
+            *r = ((det_f64(dxx, dyy, dxy) as f32) * self.norm).to_bits();
+        }
+    }
+
+    /// [`ColumnFilter::interior_row`] one sample at a time in `i64`, for any filter and step.
+    fn interior_row_scalar(
+        &self,
+        v: &[u32],
+        stride: usize,
+        step: usize,
+        first: usize,
+        out: &mut [u32],
+    ) {
+        for (i, r) in out.iter_mut().enumerate() {
+            let col = ((first + i) * step) as i32;
+            *r = self.response(v, stride, col, |c| c as usize).0.to_bits();
         }
     }
 
@@ -406,6 +606,7 @@ pub fn compute_octave_packed(
 
 /// The `f32` responses of grid rows `rows` of `octave` stored as bits in `out` (the scratch is
 /// `u32`; no unsafe casts). The caller has checked the length.
+#[inline(always)]
 pub(crate) fn fill_f32_bits(
     ii: &IntegralImage,
     config: &SurfConfig,
@@ -416,9 +617,7 @@ pub(crate) fn fill_f32_bits(
 ) {
     debug_assert!(words_per_sample(super::Precision::F32) == 4);
     match columns {
-        Some(columns) => for_each_response(ii, config, octave, rows, columns, |i, k, (v, _)| {
-            out[i * 4 + k] = v.to_bits();
-        }),
+        Some(columns) => fill_f32_rows_with_columns(ii, config, octave, rows, columns, out),
         None => for_each_sample(ii, config, octave, rows, |i, r| {
             for (k, (v, _)) in r.iter().enumerate() {
                 out[i * 4 + k] = v.to_bits();
@@ -455,5 +654,58 @@ pub(crate) fn fill_packed(
             }
             out[i] = word;
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `i64` determinant rounded to `f32`, as [`ColumnFilter::response`] computes it.
+    fn det_i64_f32(dxx: i32, dyy: i32, dxy: i32) -> f32 {
+        let (dxx, dyy, dxy) = (i64::from(dxx), i64::from(dyy), i64::from(dxy));
+        (100 * dxx * dyy - 81 * dxy * dxy) as f32
+    }
+
+    #[test]
+    fn f64_determinant_is_taken_exactly_where_it_is_exact() {
+        // Exactly the filters up to L = 195 (all of octaves 0-3, the first two of octave 4).
+        for octave in 0..u32::from(MAX_OCTAVES) {
+            for interval in 0..INTERVALS {
+                let size = filter_size(octave, interval);
+                let filter = ColumnFilter::new(&Filter::octave(octave, interval, 1000));
+                assert_eq!(filter.det_exact_in_f64(), size <= 195, "L = {size}");
+            }
+        }
+        // The largest filter that takes the `f64` path (octave 3, L = 195, l = 65): at the
+        // extremes of its terms and around them, with every sign, and at random, `f64`
+        // rounded to `f32` gives the `i64` determinant's bits.
+        let dxx_max = 255 * 129 * 130;
+        let dxy_max = 255 * 2 * 65 * 65;
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |max: i32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % (2 * max as u64 + 1)) as i32 - max
+        };
+        let mut cases = std::vec![(0, -5, 0), (0, 0, 0), (-7, 0, 3)];
+        for (a, b, c) in [(1, 1, 1), (1, -1, 1), (-1, -1, 0), (1, -1, 0), (0, 0, 1)] {
+            for delta in 0..3 {
+                cases.push((
+                    a * (dxx_max - delta),
+                    b * (dxx_max - delta),
+                    c * (dxy_max - delta),
+                ));
+            }
+        }
+        cases.extend((0..100_000).map(|_| (next(dxx_max), next(dxx_max), next(dxy_max))));
+        for (dxx, dyy, dxy) in cases {
+            assert_eq!(
+                (det_f64(dxx, dyy, dxy) as f32).to_bits(),
+                det_i64_f32(dxx, dyy, dxy).to_bits(),
+                "{dxx} {dyy} {dxy}"
+            );
+        }
     }
 }

@@ -629,22 +629,55 @@ fn fill_octave_rows_checks_its_buffer() {
     ));
 }
 
+/// Images of only 0 and 255, whose box sums reach the largest determinants a filter can give:
+/// random pixels, and checkerboards whose squares match lobe sizes of the filters.
+fn extreme_images() -> Vec<Owned> {
+    let mut rng = StdRng::seed_from_u64(77);
+    let (w, h) = (331, 263);
+    let noise = (0..w * h)
+        .map(|_| if rng.gen_bool(0.5) { 255 } else { 0 })
+        .collect();
+    let mut images = vec![Owned::new(noise, w, h)];
+    for square in [5, 9, 17, 33, 65] {
+        let board = (0..w * h)
+            .map(|i| {
+                if ((i % w) / square + (i / w) / square) % 2 == 0 {
+                    255
+                } else {
+                    0
+                }
+            })
+            .collect();
+        images.push(Owned::new(board, w, h));
+    }
+    images
+}
+
 #[test]
 fn column_sums_fill_the_same_bits_as_the_table_reads() {
-    // Every octave and both precisions, on a real image and on noise whose sizes leave partial
-    // borders, and a tiny one that every filter overhangs (border samples clip the columns of
-    // the column sums, whose rows are clipped at the top and bottom).
-    for img in [
+    // Every octave, both initial sample steps and both precisions, on a real image, on noise
+    // whose sizes leave partial borders, on a tiny one that every filter overhangs (border
+    // samples clip the columns of the column sums, whose rows are clipped at the top and
+    // bottom), and on 0/255 images with the largest determinants (the interior samples of
+    // octaves 0-3 take the `f64` determinant, which must equal the `i64` one).
+    let mut images = vec![
         boat(1),
         random_smooth_image(203, 157, 13),
         random_smooth_image(23, 19, 5),
-    ] {
+    ];
+    images.extend(extreme_images());
+    for img in images {
         let ii = img.ii();
         let mut columns = vec![0u32; column_scratch_len(ii.width())];
-        for precision in [Precision::F32, Precision::Packed8] {
+        for (precision, init_sample_step) in [
+            (Precision::F32, 2),
+            (Precision::F32, 1),
+            (Precision::Packed8, 2),
+        ] {
             let config = SurfConfig {
                 precision,
-                octaves: 5,
+                init_sample_step,
+                octaves: MAX_OCTAVES,
                 ..SurfConfig::default()
             };
             let words = if precision == Precision::Packed8 {
@@ -652,14 +685,24 @@ fn column_sums_fill_the_same_bits_as_the_table_reads() {
             } else {
                 4
             };
-            for o in 0..5 {
+            for o in 0..u32::from(MAX_OCTAVES) {
                 let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(&config, o));
                 let mut plain = vec![0u32; gw * gh * words];
                 let mut fast = vec![1u32; gw * gh * words];
                 fill_octave_rows(&ii, &config, o, 0..gh, &mut plain).unwrap();
                 fill_octave_rows_with_columns(&ii, &config, o, 0..gh, &mut fast, &mut columns)
                     .unwrap();
-                assert!(plain == fast, "{precision:?} octave {o}");
+                if let Some(i) = (0..plain.len()).find(|&i| plain[i] != fast[i]) {
+                    panic!(
+                        "{precision:?} step {init_sample_step} octave {o}, {}x{}: word {i} of {} \
+                         (grid width {gw}): {} against {}",
+                        ii.width(),
+                        ii.height(),
+                        plain.len(),
+                        f32::from_bits(plain[i]),
+                        f32::from_bits(fast[i])
+                    );
+                }
             }
         }
     }
