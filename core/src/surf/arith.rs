@@ -173,37 +173,48 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
     let threshold = A::threshold(config);
     for interval in 1..=2usize {
         let border = nms_border(config, octave, interval as u32) as usize;
+        let columns = border + 1..gw.saturating_sub(border);
         for sy in border + 1..gh.saturating_sub(border) {
-            for sx in border + 1..gw.saturating_sub(border) {
-                let v = at(sx, sy, interval);
-                if !A::reaches(v, threshold) {
-                    continue;
+            let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
+            // Most samples are below the threshold, and which ones is unpredictable: the test
+            // is made for 64 samples at a time without branches, into a mask whose set bits
+            // are then visited.
+            for first in columns.clone().step_by(64) {
+                let end = (first + 64).min(columns.end);
+                let mut mask = 0u64;
+                for (bit, sample) in samples[first * 4..end * 4].chunks_exact(4).enumerate() {
+                    mask |= u64::from(A::reaches(A::value(sample[interval]), threshold)) << bit;
                 }
-                stats.candidates += 1;
-                let mut cube = [[[A::Value::default(); 3]; 3]; 3];
-                let mut is_max = true;
-                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
-                    for (dy, row) in plane.iter_mut().enumerate() {
-                        for (dx, value) in row.iter_mut().enumerate() {
-                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
-                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
-                                is_max = false;
-                                break 'outer;
+                while mask != 0 {
+                    let sx = first + mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    let v = at(sx, sy, interval);
+                    stats.candidates += 1;
+                    let mut cube = [[[A::Value::default(); 3]; 3]; 3];
+                    let mut is_max = true;
+                    'outer: for (ds, plane) in cube.iter_mut().enumerate() {
+                        for (dy, row) in plane.iter_mut().enumerate() {
+                            for (dx, value) in row.iter_mut().enumerate() {
+                                let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
+                                if n >= v && (ds, dy, dx) != (1, 1, 1) {
+                                    is_max = false;
+                                    break 'outer;
+                                }
+                                *value = n;
                             }
-                            *value = n;
                         }
                     }
+                    if !is_max {
+                        continue;
+                    }
+                    let site = SampleSite {
+                        octave: octave as u8,
+                        interval: interval as u8,
+                        sx: sx as u32,
+                        sy: sy as u32,
+                    };
+                    record(A::decide(ii, config, threshold, site, &cube), sink, stats);
                 }
-                if !is_max {
-                    continue;
-                }
-                let site = SampleSite {
-                    octave: octave as u8,
-                    interval: interval as u8,
-                    sx: sx as u32,
-                    sy: sy as u32,
-                };
-                record(A::decide(ii, config, threshold, site, &cube), sink, stats);
             }
         }
     }

@@ -410,6 +410,7 @@ impl ColumnFilter {
     /// `0..=height` as [`IntegralImage::box_sum`] clips them. A box is then `v[c1] - v[c0]` with
     /// its columns clipped likewise: `box_sum`'s four corners regrouped (an empty box gives 0
     /// both ways), so samples at the borders take this path too, with the same bits.
+    #[inline(always)]
     fn column_sums(&self, ii: &IntegralImage, row: i32, v: &mut [u32]) {
         let t = ii.table();
         let stride = ii.width() + 1;
