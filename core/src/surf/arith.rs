@@ -176,20 +176,28 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
         let columns = border + 1..gw.saturating_sub(border);
         for sy in border + 1..gh.saturating_sub(border) {
             let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
-            // Most samples are below the threshold, and which ones is unpredictable: the test
-            // is made for 64 samples at a time without branches, into a mask whose set bits
-            // are then visited.
+            let lane = |sx: usize| A::value(samples[sx * 4 + interval]);
+            // Most samples are below the threshold or below a neighbour in their row, and
+            // which ones is unpredictable: those two tests are made for 64 samples at a time
+            // without branches, into a mask whose set bits are then visited. The two
+            // neighbours are two of the 26 of the full test below, tested in the same form
+            // (`n >= v` rejects, so a NaN neighbour does not), so the maxima are the same.
             for first in columns.clone().step_by(64) {
                 let end = (first + 64).min(columns.end);
-                let mut mask = 0u64;
-                for (bit, sample) in samples[first * 4..end * 4].chunks_exact(4).enumerate() {
-                    mask |= u64::from(A::reaches(A::value(sample[interval]), threshold)) << bit;
+                let (mut above, mut mask) = (0u64, 0u64);
+                for (bit, sx) in (first..end).enumerate() {
+                    let v = lane(sx);
+                    let reaches = A::reaches(v, threshold);
+                    let keep = reaches & !(lane(sx - 1) >= v) & !(lane(sx + 1) >= v);
+                    above |= u64::from(reaches) << bit;
+                    mask |= u64::from(keep) << bit;
                 }
+                // `candidates` counts every sample at or above the threshold, as before.
+                stats.candidates += above.count_ones() as usize;
                 while mask != 0 {
                     let sx = first + mask.trailing_zeros() as usize;
                     mask &= mask - 1;
                     let v = at(sx, sy, interval);
-                    stats.candidates += 1;
                     let mut cube = [[[A::Value::default(); 3]; 3]; 3];
                     let mut is_max = true;
                     'outer: for (ds, plane) in cube.iter_mut().enumerate() {
