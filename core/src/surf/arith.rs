@@ -177,6 +177,8 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
         for sy in border + 1..gh.saturating_sub(border) {
             let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
             let lane = |sx: usize| A::value(samples[sx * 4 + interval]);
+            // The full test's rejection, `n >= v` (false for NaN), kept in that form.
+            let rejects = |n: A::Value, v: A::Value| n >= v;
             // Most samples are below the threshold or below a neighbour in their row, and
             // which ones is unpredictable: those two tests are made for 64 samples at a time
             // without branches, into a mask whose set bits are then visited. The two
@@ -188,7 +190,7 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
                 for (bit, sx) in (first..end).enumerate() {
                     let v = lane(sx);
                     let reaches = A::reaches(v, threshold);
-                    let keep = reaches & !(lane(sx - 1) >= v) & !(lane(sx + 1) >= v);
+                    let keep = reaches & !rejects(lane(sx - 1), v) & !rejects(lane(sx + 1), v);
                     above |= u64::from(reaches) << bit;
                     mask |= u64::from(keep) << bit;
                 }
