@@ -459,6 +459,7 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
     // to all four as 4-lane vectors (each lane in its own sample order).
     let mut sums = SubregionSums::default();
     let mut row = SampleRow::default();
+    let mut upright_y_factors = [[0f32; 4]; 9];
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
         // The positions in f32 go through `u` and `v` (overwritten by the responses next).
         for l in 0..24 {
@@ -474,14 +475,35 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
             *u = -rx * si + ry * co;
             *v = rx * co + ry * si;
         }
+        if upright && kk == 0 {
+            // Upright, every row has the same sample rows `row.y` and every sub-region row the
+            // same centre rows `centre_y[a]` (the rotation adds only signed zeros), so the
+            // factors along y are those of row 0 for the whole descriptor.
+            for (j, f) in upright_y_factors.iter_mut().enumerate() {
+                for (b, f) in f.iter_mut().enumerate() {
+                    *f = gauss.factor((centre_y[0][b] - row.y[5 * b + j]).unsigned_abs());
+                }
+            }
+        }
         for a in subregions_of(kk) {
-            if gauss.covers_every_distance {
-                add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
-                    gauss.factor_covered(d)
+            if upright {
+                // And every sample of a row the same column `row.x[0]`, every sub-region of
+                // a sub-region row the same centre column: one factor along x per row.
+                let fx = gauss.factor((centre_x[a][0] - row.x[0]).unsigned_abs());
+                add_row(&mut sums, a, &row, |b, l| {
+                    fx * upright_y_factors[l - 5 * b][b]
+                });
+            } else if gauss.covers_every_distance {
+                let (xs, ys) = (&centre_x[a], &centre_y[a]);
+                add_row(&mut sums, a, &row, |b, l| {
+                    gauss.factor_covered((xs[b] - row.x[l]).unsigned_abs())
+                        * gauss.factor_covered((ys[b] - row.y[l]).unsigned_abs())
                 });
             } else {
-                add_row(&mut sums, a, &row, &centre_x[a], &centre_y[a], |d| {
-                    gauss.factor(d)
+                let (xs, ys) = (&centre_x[a], &centre_y[a]);
+                add_row(&mut sums, a, &row, |b, l| {
+                    gauss.factor((xs[b] - row.x[l]).unsigned_abs())
+                        * gauss.factor((ys[b] - row.y[l]).unsigned_abs())
                 });
             }
         }
@@ -508,17 +530,16 @@ fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descrip
     desc
 }
 
-/// Adds the samples of one descriptor row to the four sub-regions of sub-region row `a` (centres
-/// `xs`, `ys`), as 4-lane vectors: lane `b` takes samples `5 b .. 5 b + 9` in order, so each
-/// sub-region's sums are those of the sample-by-sample loop. `factor(|d|)` is the 1-D weight.
+/// Adds the samples of one descriptor row to the four sub-regions of sub-region row `a`, as
+/// 4-lane vectors: lane `b` takes samples `5 b .. 5 b + 9` in order, so each sub-region's sums
+/// are those of the sample-by-sample loop. `weights(b, l)` is the Gaussian weight of sample
+/// `l` in sub-region `(a, b)`.
 #[inline(always)]
 fn add_row(
     sums: &mut SubregionSums,
     a: usize,
     row: &SampleRow,
-    xs: &[i32; 4],
-    ys: &[i32; 4],
-    factor: impl Fn(u32) -> f32,
+    weights: impl Fn(usize, usize) -> f32,
 ) {
     let (mut dx, mut dy) = (sums.dx[a], sums.dy[a]);
     let (mut mdx, mut mdy) = (sums.mdx[a], sums.mdy[a]);
@@ -528,8 +549,7 @@ fn add_row(
         let mut v = [0f32; 4];
         for b in 0..4 {
             let l = 5 * b + j;
-            g[b] = factor((xs[b] - row.x[l]).unsigned_abs())
-                * factor((ys[b] - row.y[l]).unsigned_abs());
+            g[b] = weights(b, l);
             u[b] = row.u[l];
             v[b] = row.v[l];
         }
