@@ -420,6 +420,19 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
 /// The body of [`describe`], inlined where it is called (see [`describe_all_inlined`]).
 #[inline(always)]
 fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+    // Two instances: the upright one's shortcuts (below) are compiled out of the rotated one,
+    // whose loop they otherwise slowed by about 3%.
+    if upright {
+        describe_as::<true>(ii, kp)
+    } else {
+        describe_as::<false>(ii, kp)
+    }
+}
+
+/// [`describe`] for `upright == UPRIGHT`.
+#[inline(always)]
+fn describe_as<const UPRIGHT: bool>(ii: &IntegralImage, kp: &Keypoint) -> Descriptor {
+    let upright = UPRIGHT;
     let scale = kp.scale;
     let x = math::roundf(kp.x);
     let y = math::roundf(kp.y);
