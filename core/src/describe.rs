@@ -326,16 +326,18 @@ fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
             sum_y[k] += if inside { res_y } else { 0.0 };
         }
     }
+    // The first window of largest length (none when every length is 0 or NaN), then its
+    // angle: one `atan2` instead of one per improvement.
     let mut best = 0f32;
-    let mut orientation = 0f32;
-    for (&sx, &sy) in sum_x.iter().zip(sum_y.iter()).take(WINDOWS) {
+    let mut winner = None;
+    for (k, (&sx, &sy)) in sum_x.iter().zip(sum_y.iter()).take(WINDOWS).enumerate() {
         let len = sx * sx + sy * sy;
         if len > best {
             best = len;
-            orientation = angle(sx, sy);
+            winner = Some(k);
         }
     }
-    kp.orientation = orientation;
+    kp.orientation = winner.map_or(0.0, |k| angle(sum_x[k], sum_y[k]));
 }
 
 /// Table rows (and columns) of the orientation samples' corners: offsets `-8 s ..= 8 s` in
