@@ -345,7 +345,8 @@ fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
 const LATTICE: usize = 17;
 
 /// The weighted Haar responses of [`assign_orientation`]'s samples, when every footprint lies
-/// inside the image (returns `false`, and leaves `out` alone, otherwise). The samples sit at
+/// inside the image and the target has SIMD units (returns `false`, and leaves `out` alone,
+/// otherwise). The samples sit at
 /// `(r + j s, c + i s)` with boxes of size `4 s`, so all their table corners lie on one lattice
 /// of `17 x 17` rows and columns `r + m s`, `c + n s` (`m, n` in `-8..=8`): read once, that is
 /// 289 table reads instead of 872, and each sample's [`half_boxes`] come from the lattice. The
@@ -358,6 +359,16 @@ fn orientation_responses_from_lattice(
     s: i32,
     out: &mut [(f32, f32); ORIENTATION_SAMPLES],
 ) -> bool {
+    // Microcontrollers keep the per-sample reads: the lattice is 1.2 KB of stack, and there the
+    // time goes to floating point, not to table reads.
+    const SIMD: bool = cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64"
+    ));
+    if !SIMD {
+        return false;
+    }
     let reach = 8 * i64::from(s);
     let (r, c) = (i64::from(r), i64::from(c));
     let (w, h) = (ii.width() as i64, ii.height() as i64);
@@ -422,19 +433,25 @@ pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor 
 /// The body of [`describe`], inlined where it is called (see [`describe_all_inlined`]).
 #[inline(always)]
 fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
-    // Two instances: the upright one's shortcuts (below) are compiled out of the rotated one,
-    // whose loop they otherwise slowed by about 3%.
-    if upright {
-        describe_as::<true>(ii, kp)
-    } else {
-        describe_as::<false>(ii, kp)
+    // Where there are SIMD units (desktop and robot CPUs), two instances: the upright one's
+    // shortcuts (below) are compiled out of the rotated one, whose loop they otherwise slowed
+    // by about 3%. On a microcontroller one instance, for flash.
+    const TWO_INSTANCES: bool = cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64"
+    ));
+    match (TWO_INSTANCES, upright) {
+        (true, true) => describe_with(ii, kp, true),
+        (true, false) => describe_with(ii, kp, false),
+        (false, _) => describe_with(ii, kp, upright),
     }
 }
 
-/// [`describe`] for `upright == UPRIGHT`.
+/// [`describe`]; inlined with a constant `upright` where [`describe_inlined`] wants an
+/// instance per value.
 #[inline(always)]
-fn describe_as<const UPRIGHT: bool>(ii: &IntegralImage, kp: &Keypoint) -> Descriptor {
-    let upright = UPRIGHT;
+fn describe_with(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
     let scale = kp.scale;
     let x = math::roundf(kp.x);
     let y = math::roundf(kp.y);
