@@ -62,11 +62,36 @@ widest! {
 }
 
 widest! {
-    /// [`surf::fill_octave_rows_with_columns`], with AVX2 where the CPU has it.
+    /// [`surf::fill_octave_rows_with_columns`], with AVX2 where the CPU has it (its box sums
+    /// out of line: [`Avx2BoxSums`]).
     fill_octave_rows_widest = surf::fill_octave_rows_with_columns,
-        surf::fill_octave_rows_with_columns_inlined;
+        surf::fill_octave_rows_with_columns_inlined::<Avx2BoxSums>;
     fn(ii: &IntegralImage<'_>, config: &surf::SurfConfig, octave: u32, rows: Range<usize>,
        out: &mut [u32], columns: &mut [u32]) -> Result<(), surf::SurfError>
+}
+
+/// The core's box sums compiled with AVX2, out of line (inlined into the fill, LLVM cannot tell
+/// that the column sums and the box rows do not overlap and keeps the loop scalar). Private to
+/// this module, whose only use of it is behind the AVX2 detection of
+/// [`fill_octave_rows_widest`]: that is what makes its safe `box_sums` sound.
+#[cfg(target_arch = "x86_64")]
+struct Avx2BoxSums;
+
+#[cfg(target_arch = "x86_64")]
+impl surf::BoxSums for Avx2BoxSums {
+    #[inline(always)]
+    fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+        #[target_feature(enable = "avx2")]
+        #[inline(never)]
+        fn avx2<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+            surf::box_sums_body::<STEP>(v, lo, hi, out);
+        }
+        // SAFETY: `Avx2BoxSums` is used only after the CPU was found to have AVX2 (above).
+        #[allow(unsafe_code)]
+        unsafe {
+            avx2::<STEP>(v, lo, hi, out);
+        }
+    }
 }
 
 widest! {

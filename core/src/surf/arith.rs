@@ -8,7 +8,7 @@ use super::detect::{
     DetectStats, Refinement, SampleSite, drive, nms_border, record, refine_candidate,
 };
 use super::fixed::{FixedCube, fill_fixed, fixed_threshold, laplacian_at, refine_fixed};
-use super::response::fill_f32_bits;
+use super::response::{PortableBoxSums, fill_f32_bits};
 use super::{INTERVALS, SurfConfig, SurfError};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
@@ -56,7 +56,7 @@ impl sealed::Sealed for FixedPoint {}
 impl Arithmetic for Float {
     type Value = f32;
     fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
-        fill_f32_bits(ii, config, octave, 0..usize::MAX, None, maps);
+        fill_f32_bits::<PortableBoxSums>(ii, config, octave, 0..usize::MAX, None, maps);
     }
     #[inline(always)]
     fn value(word: u32) -> f32 {

@@ -8,7 +8,7 @@
 
 use super::arith::{Float, scan_maps};
 use super::packed::{PackedCodeTable, PackedResponses};
-use super::response::{Filter, fill_f32_bits, fill_packed};
+use super::response::{BoxSums, Filter, PortableBoxSums, fill_f32_bits, fill_packed};
 use super::{
     INTERVALS, Precision, SurfConfig, SurfError, check_octave, filter_size, grid_size, sample_step,
     scratch_len,
@@ -313,7 +313,7 @@ pub fn fill_octave_rows(
     rows: core::ops::Range<usize>,
     out: &mut [u32],
 ) -> Result<(), SurfError> {
-    fill_rows(ii, config, octave, rows, out, None)
+    fill_rows::<PortableBoxSums>(ii, config, octave, rows, out, None)
 }
 
 /// [`fill_octave_rows`] faster on a machine with memory to spare: `columns` (at least
@@ -328,14 +328,14 @@ pub fn fill_octave_rows_with_columns(
     out: &mut [u32],
     columns: &mut [u32],
 ) -> Result<(), SurfError> {
-    fill_octave_rows_with_columns_inlined(ii, config, octave, rows, out, columns)
+    fill_octave_rows_with_columns_inlined::<PortableBoxSums>(ii, config, octave, rows, out, columns)
 }
 
 /// The body of [`fill_octave_rows_with_columns`], inlined where it is called: the std backend
 /// compiles it with wider vector instructions where the CPU has them (as
 /// `surfcl_core::describe::describe_all_inlined`).
 #[inline(always)]
-pub fn fill_octave_rows_with_columns_inlined(
+pub fn fill_octave_rows_with_columns_inlined<B: BoxSums>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
@@ -343,11 +343,11 @@ pub fn fill_octave_rows_with_columns_inlined(
     out: &mut [u32],
     columns: &mut [u32],
 ) -> Result<(), SurfError> {
-    fill_rows(ii, config, octave, rows, out, Some(columns))
+    fill_rows::<B>(ii, config, octave, rows, out, Some(columns))
 }
 
 #[inline(always)]
-fn fill_rows(
+fn fill_rows<B: BoxSums>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
@@ -372,7 +372,7 @@ fn fill_rows(
         });
     }
     match config.precision {
-        Precision::F32 => fill_f32_bits(ii, config, octave, rows, columns, out),
+        Precision::F32 => fill_f32_bits::<B>(ii, config, octave, rows, columns, out),
         Precision::Packed8 => {
             let table = PackedCodeTable::new(config.threshold);
             fill_packed(ii, config, octave, &table, rows, columns, out);

@@ -74,8 +74,8 @@ pub use fixed::{
 };
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
 pub use response::{
-    RESPONSE_NORMS, column_scratch_len, compute_octave_f32, compute_octave_packed, response_at,
-    response_norm,
+    BoxSums, PortableBoxSums, RESPONSE_NORMS, box_sums_body, column_scratch_len,
+    compute_octave_f32, compute_octave_packed, response_at, response_norm,
 };
 
 /// Largest number of octaves.

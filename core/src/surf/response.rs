@@ -264,7 +264,7 @@ fn for_each_response(
 /// `rows_out` (the scratch after the column sums), then interleaved into `out`. Same bits as
 /// [`for_each_sample`]: see [`ColumnFilter::det_exact_in_f64`].
 #[inline(always)]
-fn fill_f32_rows_with_columns(
+fn fill_f32_rows_with_columns<B: BoxSums>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
@@ -307,10 +307,10 @@ fn fill_f32_rows_with_columns(
                 _ if !cf.det_exact_in_f64() => {
                     cf.interior_row_scalar(v, stride, step, first, interior)
                 }
-                1 => cf.interior_row::<1>(v, stride, first, box_rows, interior),
-                2 => cf.interior_row::<2>(v, stride, first, box_rows, interior),
-                4 => cf.interior_row::<4>(v, stride, first, box_rows, interior),
-                8 => cf.interior_row::<8>(v, stride, first, box_rows, interior),
+                1 => cf.interior_row::<B, 1>(v, stride, first, box_rows, interior),
+                2 => cf.interior_row::<B, 2>(v, stride, first, box_rows, interior),
+                4 => cf.interior_row::<B, 4>(v, stride, first, box_rows, interior),
+                8 => cf.interior_row::<B, 8>(v, stride, first, box_rows, interior),
                 _ => cf.interior_row_scalar(v, stride, step, first, interior),
             }
         }
@@ -336,12 +336,38 @@ fn det_f64(dxx: i32, dyy: i32, dxy: i32) -> f64 {
     det + 0.0
 }
 
-/// `out[i] = v[hi + i STEP] - v[lo + i STEP]` (wrapping): the sums of one box at
-/// consecutive samples of a row of column sums `v`. Not inlined: as a function of its own its
-/// two slices are known not to overlap, and LLVM vectorises the strided reads (loads and
-/// shuffles); inlined, it kept the loop scalar.
+/// The box sums of [`ColumnFilter::interior_row`]: `out[i] = v[hi + i STEP] - v[lo + i STEP]`
+/// (wrapping), [`box_sums_body`]. A type, so that a std layer can hand in the same body
+/// compiled with wider vectors (and chosen at run time), as the matcher's `LaneSums`.
+pub trait BoxSums {
+    /// Exactly [`box_sums_body`]`::<STEP>(v, lo, hi, out)`.
+    fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]);
+}
+
+/// The portable [`BoxSums`]: [`box_sums_body`] out of line, for the target's baseline.
+#[derive(Debug, Clone, Copy)]
+pub struct PortableBoxSums;
+
+impl BoxSums for PortableBoxSums {
+    #[inline(always)]
+    fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+        box_sums::<STEP>(v, lo, hi, out);
+    }
+}
+
+/// [`box_sums_body`] out of line: as a function of its own its two slices are known not to
+/// overlap, and LLVM vectorises the strided reads (loads and shuffles); inlined into the fill,
+/// it kept the loop scalar.
 #[inline(never)]
 fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+    box_sums_body::<STEP>(v, lo, hi, out);
+}
+
+/// `out[i] = v[hi + i STEP] - v[lo + i STEP]` (wrapping): the sums of one box at consecutive
+/// samples of a row of column sums `v` (`0` for a column beyond `v`, which the fill never
+/// reads). Inlined into its caller, for a [`BoxSums`] compiled with other target features.
+#[inline(always)]
+pub fn box_sums_body<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
     let lows = v.get(lo..).unwrap_or(&[]).chunks_exact(STEP);
     let highs = v.get(hi..).unwrap_or(&[]).chunks_exact(STEP);
     let whole = out.len().min(lows.len()).min(highs.len());
@@ -470,7 +496,7 @@ impl ColumnFilter {
     /// octave's sample step, is a constant so that the strided column reads become LLVM's
     /// interleaved vector loads), then the determinants from those rows.
     #[inline(always)]
-    fn interior_row<const STEP: usize>(
+    fn interior_row<B: BoxSums, const STEP: usize>(
         &self,
         v: &[u32],
         stride: usize,
@@ -491,7 +517,7 @@ impl ColumnFilter {
             // In the interior `col + c0 >= 0` and `col + c1 <= width`.
             let lo = span * stride + (col as isize + c0 as isize) as usize;
             let hi = span * stride + (col as isize + c1 as isize) as usize;
-            box_sums::<STEP>(v, lo, hi, &mut row[..n]);
+            B::box_sums::<STEP>(v, lo, hi, &mut row[..n]);
         }
         let mut rows = box_rows.chunks_exact(n);
         let mut next = || rows.next().unwrap_or(&[]);
@@ -608,7 +634,7 @@ pub fn compute_octave_packed(
 /// The `f32` responses of grid rows `rows` of `octave` stored as bits in `out` (the scratch is
 /// `u32`; no unsafe casts). The caller has checked the length.
 #[inline(always)]
-pub(crate) fn fill_f32_bits(
+pub(crate) fn fill_f32_bits<B: BoxSums>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
@@ -618,7 +644,7 @@ pub(crate) fn fill_f32_bits(
 ) {
     debug_assert!(words_per_sample(super::Precision::F32) == 4);
     match columns {
-        Some(columns) => fill_f32_rows_with_columns(ii, config, octave, rows, columns, out),
+        Some(columns) => fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out),
         None => for_each_sample(ii, config, octave, rows, |i, r| {
             for (k, (v, _)) in r.iter().enumerate() {
                 out[i * 4 + k] = v.to_bits();
