@@ -289,7 +289,7 @@ pub trait LaneSums {
     fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16];
 }
 
-/// The portable kernel: [`lane_sums_f32_body`] out of line (see [`lane_sums_f32`]).
+/// The portable kernel: [`lane_sums_f32_body`] out of line (see `lane_sums_f32`).
 #[derive(Debug, Clone, Copy)]
 pub struct PortableLaneSums;
 
@@ -775,7 +775,7 @@ pub fn match_range_q7(
 /// layer wraps it in a `#[target_feature(enable = "avx2")]` function chosen at run time). Exact
 /// integer distances: the same results at any vector width. (The `f32` matcher takes its
 /// kernel as a type instead, [`match_range_f32_with`]: inlined into the loop, the `f32` kernel
-/// is split into narrow vectors and gets slower, see [`lane_sums_f32`].)
+/// is split into narrow vectors and gets slower, see `lane_sums_f32`.)
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn match_range_q7_inlined(

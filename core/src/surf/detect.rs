@@ -317,9 +317,11 @@ pub fn fill_octave_rows(
 }
 
 /// [`fill_octave_rows`] faster on a machine with memory to spare: `columns` (at least
-/// [`column_scratch_len`]`(width)` words, 68 bytes per image column) holds the vertical
-/// differences of the integral table that a grid row's filters share, so an interior sample
-/// costs half the table reads. The responses are the same bits; a shorter `columns` is ignored.
+/// [`column_scratch_len`](super::column_scratch_len)`(width)` words, 68 bytes per image
+/// column) holds the vertical differences of the integral table that a grid row's filters
+/// share, so an interior sample costs half the table reads, and a grid row's interior samples
+/// are computed as vectors (ARCHITECTURE.md, "The CPU fast path"). The responses are the same
+/// bits; a `columns` too short for that is ignored.
 pub fn fill_octave_rows_with_columns(
     ii: &IntegralImage,
     config: &SurfConfig,

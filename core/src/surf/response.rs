@@ -260,7 +260,7 @@ fn for_each_response(
 
 /// Grid-row-at-a-time `f32` responses of [`fill_f32_bits`] with column sums: like
 /// [`for_each_response`], but the interior samples of a row (footprint columns inside the image)
-/// are computed [`LANES`] at a time by [`ColumnFilter::interior_row`] into a per-interval row of
+/// are computed a whole row at a time by [`ColumnFilter::interior_row`] into a per-interval row of
 /// `rows_out` (the scratch after the column sums), then interleaved into `out`. Same bits as
 /// [`for_each_sample`]: see [`ColumnFilter::det_exact_in_f64`].
 #[inline(always)]
@@ -336,7 +336,7 @@ fn det_f64(dxx: i32, dyy: i32, dxy: i32) -> f64 {
     det + 0.0
 }
 
-/// The box sums of [`ColumnFilter::interior_row`]: `out[i] = v[hi + i STEP] - v[lo + i STEP]`
+/// The box sums of the vector fill's interior rows: `out[i] = v[hi + i STEP] - v[lo + i STEP]`
 /// (wrapping), [`box_sums_body`]. A type, so that a std layer can hand in the same body
 /// compiled with wider vectors (and chosen at run time), as the matcher's `LaneSums`.
 pub trait BoxSums {
