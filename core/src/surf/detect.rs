@@ -321,7 +321,7 @@ pub fn fill_octave_rows(
 /// column) holds the vertical differences of the integral table that a grid row's filters
 /// share, so an interior sample costs half the table reads, and a grid row's interior samples
 /// are computed as vectors (ARCHITECTURE.md, "The CPU fast path"). The responses are the same
-/// bits; a `columns` too short for that is ignored.
+/// bits; a shorter `columns` takes slower paths to them.
 pub fn fill_octave_rows_with_columns(
     ii: &IntegralImage,
     config: &SurfConfig,
