@@ -493,19 +493,31 @@ fn describe_with(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor
     let mut row = SampleRow::default();
     let mut upright_y_factors = [[0f32; 4]; 9];
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
-        // The positions in f32 go through `u` and `v` (overwritten by the responses next).
-        for l in 0..24 {
-            row.u[l] = x + (along_l_x[l] + k_x);
-            row.v[l] = y + (along_l_y[l] + k_y);
+        if upright && kk > 0 {
+            // Upright, `along_l_x` and `k_y` are signed zeros, so a row's samples share the
+            // column `x + k_x` and every row has row 0's sample rows `row.y`.
+            row.x = [math::round_to_i32(x + k_x); 24];
+        } else {
+            // The positions in f32 go through `u` and `v` (overwritten by the responses next).
+            for l in 0..24 {
+                row.u[l] = x + (along_l_x[l] + k_x);
+                row.v[l] = y + (along_l_y[l] + k_y);
+            }
+            math::round_to_i32_each(&row.u, &mut row.x);
+            math::round_to_i32_each(&row.v, &mut row.y);
         }
-        math::round_to_i32_each(&row.u, &mut row.x);
-        math::round_to_i32_each(&row.v, &mut row.y);
         haar_row(ii, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
-        // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
-        for (u, v) in row.u.iter_mut().zip(row.v.iter_mut()) {
-            let (rx, ry) = (*u, *v);
-            *u = -rx * si + ry * co;
-            *v = rx * co + ry * si;
+        if upright {
+            // Rotated by 0: `-rx * 0 + ry * 1` is `ry` and `rx * 1 + ry * 0` is `rx` (the
+            // responses are integers, never `-0.0`, so the signed zeros added vanish).
+            core::mem::swap(&mut row.u, &mut row.v);
+        } else {
+            // Rotated into the keypoint frame (OpenSURF's rrx, rry before the weight).
+            for (u, v) in row.u.iter_mut().zip(row.v.iter_mut()) {
+                let (rx, ry) = (*u, *v);
+                *u = -rx * si + ry * co;
+                *v = rx * co + ry * si;
+            }
         }
         if upright && kk == 0 {
             // Upright, every row has the same sample rows `row.y` and every sub-region row the
