@@ -108,6 +108,38 @@ pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64,
             i64::from(right) - i64::from(left),
             i64::from(lower) - i64::from(upper),
         )
+    } else if s >= 2 && s % 2 == 0 {
+        // Partly outside: the same nine corners with their rows and columns clamped to the
+        // table, as `IntegralImage::box_sum` clamps each box's (an empty clamped box gives 0
+        // either way, its wrapping corner sums cancelling).
+        let t = ii.table();
+        let stride = w as usize + 1;
+        let clamp_row = |r: i32| r.clamp(0, ht) as usize * stride;
+        let clamp_col = |c: i32| c.clamp(0, w) as usize;
+        let (r0, rc, r1) = (
+            clamp_row(row.saturating_sub(h)),
+            clamp_row(row),
+            clamp_row(row.saturating_add(h)),
+        );
+        let (c0, cc, c1) = (
+            clamp_col(col.saturating_sub(h)),
+            clamp_col(col),
+            clamp_col(col.saturating_add(h)),
+        );
+        let [right, left, lower, upper] = half_boxes([
+            t[r0 + c0],
+            t[r0 + cc],
+            t[r0 + c1],
+            t[rc + c0],
+            t[rc + c1],
+            t[r1 + c0],
+            t[r1 + cc],
+            t[r1 + c1],
+        ]);
+        (
+            i64::from(right) - i64::from(left),
+            i64::from(lower) - i64::from(upper),
+        )
     } else {
         (haar_x(ii, row, col, s), haar_y(ii, row, col, s))
     }
