@@ -70,6 +70,14 @@ pub(crate) fn round_to_i32(x: f32) -> i32 {
     t.wrapping_add(i32::from(up) - i32::from(down))
 }
 
+/// Whether the target has SIMD units (x86, aarch64): there the core takes code paths that
+/// trade extra arithmetic or stack for vectors; microcontrollers keep the plain ones.
+pub(crate) const SIMD_UNITS: bool = cfg!(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64"
+));
+
 /// [`round_to_i32`] of every element of `xs` into `out`, in a form that vectorises: Rust's
 /// saturating `f32 as i32` does not (on x86-64 each element costs a scalar convert and two
 /// fix-ups), so when every `|x| < 2^22` (the usual row of sample positions) the rounding is
@@ -84,12 +92,7 @@ pub(crate) fn round_to_i32(x: f32) -> i32 {
 pub(crate) fn round_to_i32_each<const N: usize>(xs: &[f32; N], out: &mut [i32; N]) {
     const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
     const LIMIT: f32 = 4_194_304.0; // 2^22
-    const SIMD: bool = cfg!(any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64"
-    ));
-    let near = SIMD && xs.iter().fold(true, |all, x| all & (fabsf(*x) < LIMIT));
+    let near = SIMD_UNITS && xs.iter().fold(true, |all, x| all & (fabsf(*x) < LIMIT));
     if near {
         for (o, &x) in out.iter_mut().zip(xs) {
             let shifted = x + SHIFT;

@@ -282,16 +282,20 @@ fn fill_f32_rows_with_columns<B: BoxSums>(
     }
     let (v, rows_out) = columns.split_at_mut(SPANS * stride);
     let (rows_out, box_rows) = rows_out.split_at_mut(INTERVALS as usize * gw);
-    let filters = octave_filters(ii, octave);
     let step = step as usize;
+    // Per filter, once per octave: its column geometry, interior samples and whether its
+    // determinant is exact in `f64`.
+    let filters = octave_filters(ii, octave).map(|filter| {
+        let cf = ColumnFilter::new(&filter);
+        let inside = cf.interior_samples(ii.width(), step, gw);
+        (cf, inside, cf.det_exact_in_f64())
+    });
     let last = ii.width() as i32;
     let first = rows.start;
     for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = (sy * step) as i32;
-        for (filter, responses) in filters.iter().zip(rows_out.chunks_exact_mut(gw)) {
-            let cf = ColumnFilter::new(filter);
+        for ((cf, inside, exact), responses) in filters.iter().zip(rows_out.chunks_exact_mut(gw)) {
             cf.column_sums(ii, row, v);
-            let inside = cf.interior_samples(ii.width(), step, gw);
             let border = (0..inside.start).chain(inside.end..gw);
             for sx in border {
                 // Columns clipped as `IntegralImage::box_sum` clips them.
@@ -304,9 +308,7 @@ fn fill_f32_rows_with_columns<B: BoxSums>(
             let interior = &mut responses[inside.clone()];
             let first = inside.start;
             match step {
-                _ if !cf.det_exact_in_f64() => {
-                    cf.interior_row_scalar(v, stride, step, first, interior)
-                }
+                _ if !exact => cf.interior_row_scalar(v, stride, step, first, interior),
                 1 => cf.interior_row::<B, 1>(v, stride, first, box_rows, interior),
                 2 => cf.interior_row::<B, 2>(v, stride, first, box_rows, interior),
                 4 => cf.interior_row::<B, 4>(v, stride, first, box_rows, interior),
