@@ -40,6 +40,7 @@
 use core::f32::consts::PI;
 use core::fmt;
 
+use crate::haar_map::HaarMap;
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, Descriptor, DescriptorQ7, Keypoint};
 use crate::math;
@@ -147,7 +148,7 @@ fn haar_from_corners(corners: [u32; 8]) -> (i64, i64) {
 /// `c0, col, c1`, the centre unused), in wrapping `u32` as [`IntegralImage::box_sum`]: right,
 /// left, lower and upper half.
 #[inline(always)]
-fn half_boxes([a, b, c, d, f, g, m, i]: [u32; 8]) -> [u32; 4] {
+pub(crate) fn half_boxes([a, b, c, d, f, g, m, i]: [u32; 8]) -> [u32; 4] {
     [
         i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b),
         m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a),
@@ -451,26 +452,49 @@ fn subregions_of(kk: usize) -> core::ops::RangeInclusive<usize> {
 /// samples in OpenSURF's order, so its sums are those of the literal loop of
 /// `docs/ARCHITECTURE.md`, with well under 1 KB of per-row arrays on the stack.
 pub fn describe(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
-    describe_inlined(ii, kp, upright)
+    describe_inlined(ii, kp, upright, None)
+}
+
+/// [`describe`], reading the Haar pairs of whole rows of samples inside the image from `map`
+/// when it is a map of `ii` for the keypoint's wavelet size (`2 round(scale)`); the same bits
+/// as [`describe`] (the map holds the same integers), with one read per sample instead of
+/// eight. Any other map is ignored.
+pub fn describe_with_map(
+    ii: &IntegralImage,
+    kp: &Keypoint,
+    upright: bool,
+    map: Option<&HaarMap<'_>>,
+) -> Descriptor {
+    describe_inlined(ii, kp, upright, map)
 }
 
 /// The body of [`describe`], inlined where it is called (see [`describe_all_inlined`]).
 #[inline(always)]
-fn describe_inlined(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+fn describe_inlined(
+    ii: &IntegralImage,
+    kp: &Keypoint,
+    upright: bool,
+    map: Option<&HaarMap<'_>>,
+) -> Descriptor {
     // Where there are SIMD units (desktop and robot CPUs), two instances: the upright one's
     // shortcuts (below) are compiled out of the rotated one, whose loop they otherwise slowed
     // by about 3%. On a microcontroller one instance, for flash.
     match (math::SIMD_UNITS, upright) {
-        (true, true) => describe_with(ii, kp, true),
-        (true, false) => describe_with(ii, kp, false),
-        (false, _) => describe_with(ii, kp, upright),
+        (true, true) => describe_with(ii, kp, true, map),
+        (true, false) => describe_with(ii, kp, false, map),
+        (false, _) => describe_with(ii, kp, upright, map),
     }
 }
 
 /// [`describe`]; inlined with a constant `upright` where [`describe_inlined`] wants an
 /// instance per value.
 #[inline(always)]
-fn describe_with(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor {
+fn describe_with(
+    ii: &IntegralImage,
+    kp: &Keypoint,
+    upright: bool,
+    map: Option<&HaarMap<'_>>,
+) -> Descriptor {
     let scale = kp.scale;
     let x = math::roundf(kp.x);
     let y = math::roundf(kp.y);
@@ -481,6 +505,7 @@ fn describe_with(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor
         (c, s)
     };
     let haar_size = 2 * math::roundf(scale) as i32;
+    let map = map.filter(|m| m.fits(ii) && 2 * m.half() as i64 == i64::from(haar_size));
     let sigma1 = 2.5 * scale;
     let inv_two_sigma1_sq = 1.0 / (2.0 * sigma1 * sigma1);
     let gauss = SampleGaussian::new(x, y, scale, co, si, inv_two_sigma1_sq);
@@ -525,7 +550,7 @@ fn describe_with(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descriptor
             math::round_to_i32_each(&row.u, &mut row.x);
             math::round_to_i32_each(&row.v, &mut row.y);
         }
-        haar_row(ii, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
+        haar_row(ii, map, &row.x, &row.y, haar_size, &mut row.u, &mut row.v);
         if upright {
             // Rotated by 0: `-rx * 0 + ry * 1` is `ry` and `rx * 1 + ry * 0` is `rx` (the
             // responses are integers, never `-0.0`, so the signed zeros added vanish).
@@ -657,10 +682,12 @@ const MAX_ROW_HALF: i32 = 2048;
 /// into `hx`, `hy`. When every footprint of the row lies inside the image (the usual row), the
 /// nine table corners of each sample are read first and the box arithmetic runs over the whole
 /// row at once (the same wrapping `u32` sums; their `i32` difference is the `i64` one, as both
-/// halves are below `2^31`, and converts to the same `f32`). Otherwise sample by sample.
+/// halves are below `2^31`, and converts to the same `f32`), or, with a `map` of size `s`, read
+/// from the map (the same integers). Otherwise sample by sample.
 #[inline(always)]
 fn haar_row(
     ii: &IntegralImage,
+    map: Option<&HaarMap<'_>>,
     xs: &[i32; 24],
     ys: &[i32; 24],
     s: i32,
@@ -686,6 +713,14 @@ fn haar_row(
     if !inside {
         for l in 0..24 {
             (hx[l], hy[l]) = haar_xy(ii, ys[l], xs[l], s);
+        }
+        return;
+    }
+    if let Some(map) = map {
+        // Inside, so every sample lies in the map's rows and columns `h ..= size - h`.
+        for l in 0..24 {
+            let [dx, dy] = map.at(ys[l] as usize, xs[l] as usize);
+            (hx[l], hy[l]) = (f32::from(dx), f32::from(dy));
         }
         return;
     }
@@ -830,13 +865,42 @@ pub fn describe_all_inlined(
     upright: bool,
     out: &mut [Descriptor],
 ) -> Result<(), DescribeError> {
+    describe_all_with_maps_inlined(ii, keypoints, upright, out, &[])
+}
+
+/// [`describe_all`], each keypoint described with the map of `maps` for its wavelet size, if
+/// there is one ([`describe_with_map`]): the same descriptors, faster where many keypoints share
+/// a size (see [`crate::haar_map`]).
+pub fn describe_all_with_maps(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [Descriptor],
+    maps: &[HaarMap<'_>],
+) -> Result<(), DescribeError> {
+    describe_all_with_maps_inlined(ii, keypoints, upright, out, maps)
+}
+
+/// [`describe_all_with_maps`] inlined into the caller, as [`describe_all_inlined`].
+#[inline(always)]
+pub fn describe_all_with_maps_inlined(
+    ii: &IntegralImage,
+    keypoints: &mut [Keypoint],
+    upright: bool,
+    out: &mut [Descriptor],
+    maps: &[HaarMap<'_>],
+) -> Result<(), DescribeError> {
     describe_each(
         ii,
         keypoints,
         upright,
         out,
         assign_orientation_inlined,
-        describe_inlined,
+        |ii, kp, upright| {
+            let half = math::roundf(kp.scale);
+            let map = maps.iter().find(|m| m.half() as f32 == half);
+            describe_inlined(ii, kp, upright, map)
+        },
     )
 }
 
@@ -1404,6 +1468,73 @@ mod tests {
             );
             assert!((0.0..2.0 * PI).contains(&kp.orientation));
         }
+    }
+
+    #[test]
+    fn haar_maps_give_the_same_descriptors() {
+        use crate::haar_map::HaarMap;
+        let img = boat(1);
+        let ii = img.ii();
+        let (mut detected, _) = detect_vec(&img, &SurfConfig::default());
+        // Every map size at many positions (inside, along the borders and partly outside), as
+        // well as the detected keypoints (mostly half-sizes 2 and 3).
+        let mut rng = StdRng::seed_from_u64(11);
+        for half in 1..=HaarMap::MAX_HALF {
+            for _ in 0..60 {
+                detected.push(Keypoint {
+                    x: rng.gen_range(-5.0..img.width as f32 + 5.0),
+                    y: rng.gen_range(-5.0..img.height as f32 + 5.0),
+                    scale: half as f32 + rng.gen_range(-0.45..0.45),
+                    orientation: 0.0,
+                    ..Keypoint::default()
+                });
+            }
+        }
+        let mut cells: std::vec::Vec<std::vec::Vec<_>> = (1..=HaarMap::MAX_HALF)
+            .map(|half| {
+                std::vec![[0i16; 2]; HaarMap::cells_len(img.width, img.height, half).unwrap()]
+            })
+            .collect();
+        let maps: std::vec::Vec<_> = cells
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| HaarMap::compute(&ii, i + 1, c).unwrap())
+            .collect();
+        let mut used = 0;
+        for upright in [false, true] {
+            let mut plain_kps = detected.clone();
+            let mut mapped_kps = detected.clone();
+            let mut plain = std::vec![[0f32; DESCRIPTOR_LEN]; detected.len()];
+            let mut mapped = plain.clone();
+            describe_all(&ii, &mut plain_kps, upright, &mut plain).unwrap();
+            describe_all_with_maps(&ii, &mut mapped_kps, upright, &mut mapped, &maps).unwrap();
+            assert_eq!(plain_kps, mapped_kps);
+            for (k, (p, m)) in plain.iter().zip(&mapped).enumerate() {
+                let (p, m) = (p.map(f32::to_bits), m.map(f32::to_bits));
+                assert_eq!(p, m, "keypoint {k} {:?} upright {upright}", detected[k]);
+            }
+            // A map of another wavelet size, or of another image, is not used.
+            let kp = &mapped_kps[0];
+            let other_half = maps
+                .iter()
+                .find(|m| m.half() as f32 != math::roundf(kp.scale))
+                .unwrap();
+            let small = Owned::new(std::vec![9; 300 * 200], 300, 200);
+            let small_ii = small.ii();
+            let mut small_cells = std::vec![[0i16; 2]; HaarMap::cells_len(300, 200, 2).unwrap()];
+            let other_image = HaarMap::compute(&small_ii, 2, &mut small_cells).unwrap();
+            for wrong in [other_half, &other_image] {
+                assert_eq!(
+                    describe_with_map(&ii, kp, upright, Some(wrong)).map(f32::to_bits),
+                    describe(&ii, kp, upright).map(f32::to_bits)
+                );
+            }
+            used += mapped_kps
+                .iter()
+                .filter(|kp| math::roundf(kp.scale) <= HaarMap::MAX_HALF as f32)
+                .count();
+        }
+        assert!(used > 1000, "{used}");
     }
 
     #[test]

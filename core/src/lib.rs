@@ -10,6 +10,8 @@
 //! - [`surf`]: the Fast-Hessian detector: box-filter responses in `f32` or in the 8-bit packed
 //!   format, 3x3x3 non-maximum suppression and sub-pixel/scale interpolation.
 //! - [`describe`]: orientation assignment and SURF-64 descriptors (upright or oriented), Q7.
+//! - [`haar_map`]: the descriptor's Haar responses of one size at every pixel, for frames with
+//!   many keypoints of that size (same descriptors, fewer scattered reads).
 //! - [`harris`]: the Harris corner detector (Loundagin 2015).
 //! - [`matcher`]: 2-NN matching with ratio, sign-of-Laplacian and mutual tests, f32 and Q7.
 //! - [`homography`]: projecting points, correct-match tests and repeatability.
@@ -33,6 +35,7 @@ mod math;
 pub mod config;
 pub mod describe;
 pub mod fixed;
+pub mod haar_map;
 pub mod harris;
 pub mod homography;
 pub mod image;

@@ -20,6 +20,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use surfcl_core::describe::{DescribeError, to_q7};
+use surfcl_core::haar_map::{HaarCell, HaarMap};
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{
     Match, MatchConfig, TrainBest, merge_train_best, reset_train_best, retain_mutual,
@@ -32,7 +33,8 @@ use surfcl_core::{
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
 use crate::wide::{
-    describe_all_widest, fill_octave_rows_widest, match_range_f32_widest, match_range_q7_widest,
+    describe_all_widest, fill_haar_map_rows_widest, fill_octave_rows_widest,
+    match_range_f32_widest, match_range_q7_widest,
 };
 
 /// Below this many queries per thread, splitting costs more than it saves.
@@ -53,6 +55,8 @@ pub struct CpuBackend {
     matches: Vec<Match>,
     train_best: Vec<Vec<TrainBest>>,
     spatial: SpatialOrder,
+    /// The cells of the description's Haar maps, at `[half - 1]` (see [`HaarMaps`]).
+    haar_cells: Vec<Vec<HaarCell>>,
 }
 
 impl CpuBackend {
@@ -116,7 +120,7 @@ impl Backend for CpuBackend {
     fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
         params.validate()?;
         let (width, height) = (image.width(), image.height());
-        let mut timings = Vec::with_capacity(3);
+        let mut timings = Vec::with_capacity(4);
 
         let start = Instant::now();
         let len = integral_len(width, height)?;
@@ -172,6 +176,22 @@ impl Backend for CpuBackend {
             ms: ms_since(start),
         });
 
+        let pool = self.pool.as_deref();
+        // Upright only: an oriented keypoint's description reads the table values its
+        // orientation has just brought into the cache, and maps gained 6% of its time at
+        // 640x480 but lost 3% at 1920x1080 (docs/BENCHMARKS.md).
+        let mut maps = Vec::new();
+        if upright {
+            let start = Instant::now();
+            maps = haar_maps(&ii, &keypoints, pool, &mut self.haar_cells)?;
+            if !maps.is_empty() {
+                timings.push(StageTiming {
+                    name: "haar maps".into(),
+                    ms: ms_since(start),
+                });
+            }
+        }
+
         let start = Instant::now();
         let mut descriptors: Vec<Descriptor> = vec![[0.0; 64]; keypoints.len()];
         describe_parallel(
@@ -179,7 +199,8 @@ impl Backend for CpuBackend {
             &mut keypoints,
             upright,
             &mut descriptors,
-            self.pool.as_deref(),
+            &maps,
+            pool,
             &mut self.spatial,
         )?;
         timings.push(StageTiming {
@@ -287,6 +308,74 @@ fn fill_parallel(
     })
 }
 
+/// A Haar map pays for itself when it has at most this many cells per keypoint of its size.
+/// A keypoint reads 576 Haar pairs, eight scattered table values each without a map and one
+/// cell with; a cell costs a few vector operations along table rows. On the development machine
+/// (AVX2, one thread, upright) a map saved about 0.7 us per keypoint and cost 0.32 ns per cell
+/// at 640x480 (cache-resident) and 0.46 ns at 1920x1080: break-even at 1500-2200 cells per
+/// keypoint. A little below that, so that a map that would only just pay is not computed.
+const MAP_CELLS_PER_KEYPOINT: usize = 1200;
+
+/// Map rows filled per task.
+const MAP_ROWS_PER_TASK: usize = 16;
+
+/// The Haar maps ([`surfcl_core::haar_map`]) worth computing for describing `keypoints` on
+/// `ii`: one per wavelet half-size `round(scale)` up to [`HaarMap::MAX_HALF`] that enough
+/// keypoints share ([`MAP_CELLS_PER_KEYPOINT`]), filled in bands of rows on `pool` into `cells`
+/// (kept between frames). The descriptors are the same with or without them.
+fn haar_maps<'c>(
+    ii: &IntegralImage<'_>,
+    keypoints: &[Keypoint],
+    pool: Option<&rayon::ThreadPool>,
+    cells: &'c mut Vec<Vec<HaarCell>>,
+) -> Result<Vec<HaarMap<'c>>, Error> {
+    let mut per_half = [0usize; HaarMap::MAX_HALF + 1];
+    for kp in keypoints {
+        // The descriptor's half-size is `roundf(scale)`; `as` saturates NaN and infinities.
+        let half = kp.scale.round() as usize;
+        if let Some(count) = per_half.get_mut(half) {
+            *count += 1;
+        }
+    }
+    if cells.len() < HaarMap::MAX_HALF {
+        cells.resize_with(HaarMap::MAX_HALF, Vec::new);
+    }
+    let mut chosen = Vec::new();
+    for (half, buffer) in (1..=HaarMap::MAX_HALF).zip(cells.iter_mut()) {
+        let Ok((columns, rows)) = HaarMap::dimensions(ii.width(), ii.height(), half) else {
+            continue;
+        };
+        if per_half[half].saturating_mul(MAP_CELLS_PER_KEYPOINT) < columns * rows {
+            continue;
+        }
+        ensure_len(buffer, columns * rows);
+        let buffer = &mut buffer[..columns * rows];
+        match pool.filter(|_| rows > MAP_ROWS_PER_TASK) {
+            Some(pool) => pool.install(|| {
+                buffer
+                    .par_chunks_mut(MAP_ROWS_PER_TASK * columns)
+                    .enumerate()
+                    .try_for_each(|(band, chunk)| {
+                        let first = band * MAP_ROWS_PER_TASK;
+                        fill_haar_map_rows_widest(
+                            ii,
+                            half,
+                            first..first + chunk.len() / columns,
+                            chunk,
+                        )
+                    })
+            })?,
+            None => fill_haar_map_rows_widest(ii, half, 0..rows, buffer)?,
+        }
+        chosen.push((half, buffer));
+    }
+    let mut maps = Vec::with_capacity(chosen.len());
+    for (half, buffer) in chosen {
+        maps.push(HaarMap::from_filled(ii, half, buffer)?);
+    }
+    Ok(maps)
+}
+
 /// The keypoints and descriptors of one frame in the order they are described in.
 #[derive(Debug, Default)]
 struct SpatialOrder {
@@ -311,6 +400,7 @@ fn describe_parallel(
     keypoints: &mut [Keypoint],
     upright: bool,
     out: &mut [Descriptor],
+    maps: &[HaarMap<'_>],
     pool: Option<&rayon::ThreadPool>,
     spatial: &mut SpatialOrder,
 ) -> Result<(), Error> {
@@ -338,9 +428,9 @@ fn describe_parallel(
             sorted
                 .par_chunks_mut(KEYPOINTS_PER_TASK)
                 .zip(described.par_chunks_mut(KEYPOINTS_PER_TASK))
-                .try_for_each(|(kps, descs)| describe_all_widest(ii, kps, upright, descs))
+                .try_for_each(|(kps, descs)| describe_all_widest(ii, kps, upright, descs, maps))
         })?,
-        None => describe_all_widest(ii, sorted, upright, described)?,
+        None => describe_all_widest(ii, sorted, upright, described, maps)?,
     }
     for ((&i, kp), d) in order.iter().zip(sorted.iter()).zip(described.iter()) {
         keypoints[i] = *kp;

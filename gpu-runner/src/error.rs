@@ -55,6 +55,9 @@ pub enum Error {
     /// A descriptor computation error.
     #[error("descriptor: {0}")]
     Describe(#[from] surfcl_core::describe::DescribeError),
+    /// A map of Haar responses (the CPU backend's description) could not be built.
+    #[error("descriptor Haar map: {0}")]
+    HaarMap(#[from] surfcl_core::haar_map::HaarMapError),
     /// A Harris configuration or detection error.
     #[error("Harris: {0}")]
     Harris(#[from] surfcl_core::harris::HarrisError),

@@ -4,8 +4,8 @@
 //! every x86-64 CPU; NEON is already the baseline on aarch64). Its loops are written to
 //! vectorise, and with AVX2 they run 8 lanes wide instead of 4. Here, and only here, the std
 //! layer asks the CPU whether it has AVX2 and then runs:
-//! - description and the Q7 matcher: the core's loops inlined (`describe_all_inlined`,
-//!   `match_range_q7_inlined`) into `#[target_feature(enable = "avx2")]` functions
+//! - description, its Haar maps and the Q7 matcher: the core's loops inlined
+//!   (`describe_all_with_maps_inlined`, `haar_map::fill_rows_inlined`, `match_range_q7_inlined`) into `#[target_feature(enable = "avx2")]` functions
 //!   (`widest!`): orientation and Q7 matching take about half the time;
 //! - the `f32` matcher: the core's portable loop with only its 16-lane kernel compiled for AVX2,
 //!   out of line ([`Avx2LaneSums`]). Inlined into the loop, LLVM splits that kernel into narrow
@@ -18,7 +18,8 @@
 
 use std::ops::Range;
 
-use surfcl_core::describe::{DescribeError, describe_all};
+use surfcl_core::describe::{DescribeError, describe_all_with_maps};
+use surfcl_core::haar_map::{self, HaarCell, HaarMap, HaarMapError};
 use surfcl_core::matcher::{
     Match, MatchConfig, MatchError, PortableLaneSums, TrainBest, match_range_f32_with,
 };
@@ -55,10 +56,19 @@ macro_rules! widest {
 }
 
 widest! {
-    /// [`describe_all`], with AVX2 where the CPU has it (x86-64), else the portable build.
-    describe_all_widest = describe_all, surfcl_core::describe::describe_all_inlined;
-    fn(ii: &IntegralImage<'_>, keypoints: &mut [Keypoint], upright: bool, out: &mut [Descriptor])
-        -> Result<(), DescribeError>
+    /// [`describe_all_with_maps`], with AVX2 where the CPU has it (x86-64), else the portable
+    /// build.
+    describe_all_widest = describe_all_with_maps,
+        surfcl_core::describe::describe_all_with_maps_inlined;
+    fn(ii: &IntegralImage<'_>, keypoints: &mut [Keypoint], upright: bool, out: &mut [Descriptor],
+       maps: &[HaarMap<'_>]) -> Result<(), DescribeError>
+}
+
+widest! {
+    /// [`haar_map::fill_rows`], with AVX2 where the CPU has it.
+    fill_haar_map_rows_widest = haar_map::fill_rows, haar_map::fill_rows_inlined;
+    fn(ii: &IntegralImage<'_>, half: usize, rows: Range<usize>, cells: &mut [HaarCell])
+        -> Result<(), HaarMapError>
 }
 
 widest! {

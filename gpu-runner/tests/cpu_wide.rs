@@ -29,16 +29,24 @@ fn detect(backend: &mut CpuBackend, image: &OwnedGray, upright: bool) -> Feature
     backend.detect(&image.view().unwrap(), &params).unwrap()
 }
 
+/// Whether the backend computed Haar maps for the frame (it reports their time as a stage).
+fn used_haar_maps(features: &Features) -> bool {
+    features.timings.iter().any(|t| t.name == "haar maps")
+}
+
 #[test]
 fn backend_description_equals_the_portable_core() {
+    // Upright descriptions read most Haar pairs from the backend's Haar maps (one, two threads);
+    // the core, called directly, reads the integral table.
     let image = boat(1);
     let view = image.view().unwrap();
     let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
     let ii = IntegralImage::compute(&view, &mut table).unwrap();
-    let mut backend = CpuBackend::with_threads(1);
-    for upright in [false, true] {
+    for (threads, upright) in [(1, false), (1, true), (2, true)] {
+        let mut backend = CpuBackend::with_threads(threads);
         let features = detect(&mut backend, &image, upright);
         assert!(features.keypoints.len() > 1000);
+        assert_eq!(used_haar_maps(&features), upright);
         // The same keypoints described again by the portable core, orientation included.
         let mut keypoints: Vec<Keypoint> = features
             .keypoints
@@ -57,9 +65,31 @@ fn backend_description_equals_the_portable_core() {
             assert_eq!(
                 core.map(f32::to_bits),
                 backend.map(f32::to_bits),
-                "upright {upright}"
+                "upright {upright}, {threads} threads"
             );
         }
+    }
+}
+
+#[test]
+fn backend_harris_description_equals_the_portable_core() {
+    // Harris corners are described upright at one fixed scale: every one from the same map.
+    let image = boat(3);
+    let view = image.view().unwrap();
+    let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
+    let ii = IntegralImage::compute(&view, &mut table).unwrap();
+    let params = DetectParams {
+        detector: surfcl_gpu::backend::DetectorKind::Harris,
+        ..DetectParams::default()
+    };
+    let features = CpuBackend::with_threads(2).detect(&view, &params).unwrap();
+    assert!(features.keypoints.len() > 500, "{}", features.keypoints.len());
+    assert!(used_haar_maps(&features));
+    let mut keypoints = features.keypoints.clone();
+    let mut descriptors = vec![[0f32; 64]; keypoints.len()];
+    describe_all(&ii, &mut keypoints, true, &mut descriptors).unwrap();
+    for (core, backend) in descriptors.iter().zip(&features.descriptors) {
+        assert_eq!(core.map(f32::to_bits), backend.map(f32::to_bits));
     }
 }
 
