@@ -193,14 +193,8 @@ impl Backend for CpuBackend {
         }
 
         let start = Instant::now();
-        let descriptors = describe_parallel(
-            &ii,
-            &mut keypoints,
-            upright,
-            &maps,
-            pool,
-            &mut self.spatial,
-        )?;
+        let descriptors =
+            describe_parallel(&ii, &mut keypoints, upright, &maps, pool, &mut self.spatial)?;
         timings.push(StageTiming {
             name: if upright {
                 "describe"

@@ -83,7 +83,11 @@ fn backend_harris_description_equals_the_portable_core() {
         ..DetectParams::default()
     };
     let features = CpuBackend::with_threads(2).detect(&view, &params).unwrap();
-    assert!(features.keypoints.len() > 500, "{}", features.keypoints.len());
+    assert!(
+        features.keypoints.len() > 500,
+        "{}",
+        features.keypoints.len()
+    );
     assert!(used_haar_maps(&features));
     let mut keypoints = features.keypoints.clone();
     let mut descriptors = vec![[0f32; 64]; keypoints.len()];

@@ -456,6 +456,8 @@ fn timing_1024() {
     let local = std::env::var("SURFCL_HARRIS_LOCAL")
         .ok()
         .and_then(|v| v.parse().ok());
+    // The stage times come from profiling queues.
+    surfcl_gpu::opencl::set_profiling(true);
     for describe in [false, true] {
         let mut p = HarrisPipeline::open(
             None,

@@ -80,6 +80,8 @@ fn check(
 /// device (the time comparison is within one frame, and another test's kernels would skew it).
 #[test]
 fn selection_of_a_dense_grid_matches_the_cpu_and_scales() {
+    // The stage times come from profiling queues.
+    surfcl_gpu::opencl::set_profiling(true);
     require_opencl();
     let px = dense_dots();
     surf_selection(&px);

@@ -8,8 +8,10 @@
 //! same size is used ([`synthetic_frame`]) and the output says so (`"image": "synthetic"` in the
 //! JSON). Per size, after one warm-up frame (kernel compilation and
 //! first-touch of buffers), `frames` frames are timed; reported are the medians of every stage's
-//! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style), of the sum of the
-//! stages, and of the host wall time of a whole frame (upload + kernels + readback). The CPU
+//! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style) and of their sum, from a
+//! pipeline with a profiling queue, and of the host wall time of a whole frame (upload, kernels
+//! and readback) from a second pipeline without one, as applications run it
+//! ([`crate::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
 //! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
 //!
 //! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384 up to the keypoint
@@ -295,6 +297,9 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         report_sizes.push(Value::Object(row));
     }
     let mut stream_rows = Vec::new();
+    // Streams run as applications run them, without profiling, unless `--profile` asks for
+    // their device stages.
+    crate::opencl::set_profiling(args.detect.profile);
     if gpu_available && args.stream {
         say(
             "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)",
@@ -420,18 +425,30 @@ fn bench_gpu(
     frames: usize,
 ) -> Result<(String, Value), OpenClError> {
     let config = DetectorConfig::for_params(params, image.width(), image.height());
-    let mut pipeline = Detector::open(device, config)?;
-    let warm = pipeline.detect(image)?;
+    // Two passes: the device stages from a profiling queue, then the end-to-end time from a
+    // pipeline without profiling, as applications run it (`opencl::set_profiling`).
+    let restore = crate::opencl::profiling();
+    crate::opencl::set_profiling(true);
+    let profiled = Detector::open(device, config);
+    crate::opencl::set_profiling(false);
+    let plain = Detector::open(device, config);
+    crate::opencl::set_profiling(restore);
+    let (mut profiled, mut pipeline) = (profiled?, plain?);
+    let warm = profiled.detect(image)?;
     let mut frame_timings = Vec::with_capacity(frames);
     let mut totals = Vec::with_capacity(frames);
+    for _ in 0..frames {
+        let out = profiled.detect(image)?;
+        totals.push(out.timings.iter().map(|t| t.ms).sum());
+        frame_timings.push(out.timings);
+    }
+    drop(profiled);
     let mut walls = Vec::with_capacity(frames);
-    let mut keypoints = warm.keypoints.len();
+    let mut keypoints = pipeline.detect(image)?.keypoints.len();
     for _ in 0..frames {
         let out = pipeline.detect(image)?;
         keypoints = out.keypoints.len();
-        totals.push(out.timings.iter().map(|t| t.ms).sum());
         walls.push(out.wall_ms);
-        frame_timings.push(out.timings);
     }
     let stages = stage_medians(&frame_timings);
     let name = pipeline.device_name();
@@ -455,6 +472,8 @@ fn bench_matcher(
     sizes: &[usize],
     device: Option<&str>,
 ) -> Result<Vec<Value>, Error> {
+    // The matcher's device time comes from its events.
+    crate::opencl::set_profiling(true);
     let mut matcher = GpuMatcher::open(device)?;
     let config = MatchConfig::default();
     let mut rows = Vec::new();
@@ -549,6 +568,7 @@ fn bench_stream(
         .map(|c| GrayImage::new(c, w, h))
         .collect::<Result<_, _>>()?;
     let mut stream = StreamPipeline::open_detector(device, detector, MatchConfig::default())?;
+    let profiled = crate::opencl::profiling();
     // Warm-up: at least 5 frames and 300 ms of streaming. A GPU that was idle raises its clocks
     // over the first tens of milliseconds of work: timed from the 6th frame, the first run of a
     // process on an idle H100 had a p99 of 5-7.5 ms against 2.2-2.3 ms for the runs after it
@@ -609,18 +629,22 @@ fn bench_stream(
         .iter_mut()
         .map(|(name, v)| json!({"stage": name, "ms": median(v)}))
         .collect();
-    say(&format!(
-        "    device stages (median ms): {}",
+    let stage_list = if profiled {
         stage_ms
             .iter()
-            .map(|v| format!(
-                "{} {:.3}",
-                v["stage"].as_str().unwrap_or("-"),
-                v["ms"].as_f64().unwrap_or(f64::NAN)
-            ))
+            .map(|v| {
+                format!(
+                    "{} {:.3}",
+                    v["stage"].as_str().unwrap_or("-"),
+                    v["ms"].as_f64().unwrap_or(f64::NAN)
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
-    ))?;
+    } else {
+        "not recorded (`surfcl bench --profile`; profiling slows streams down)".to_string()
+    };
+    say(&format!("    device stages (median ms): {stage_list}"))?;
     Ok(json!({
         "detector": label, "width": w, "height": h, "frames": frames, "fps": fps, "stages_ms": stage_ms,
         "latency_p50_ms": p50, "latency_p99_ms": p99,

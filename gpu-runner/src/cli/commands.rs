@@ -146,6 +146,8 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
     let picture = DrawOutput::prepare(args.draw.as_deref())?;
     let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     let gray = load_gray(&args.image)?;
+    // One frame: the cost of profiling does not matter, and the JSON reports the stages.
+    crate::opencl::set_profiling(true);
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let features = backend.detect(&gray.view()?, &params)?;
     human.line(&format!(
@@ -191,6 +193,7 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
         .as_deref()
         .map(load_homography)
         .transpose()?;
+    crate::opencl::set_profiling(true);
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let f1 = backend.detect(&gray1.view()?, &params)?;
     let f2 = backend.detect(&gray2.view()?, &params)?;

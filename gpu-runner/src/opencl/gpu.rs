@@ -1,11 +1,13 @@
-//! One device as the pipelines use it: a context, an in-order profiling queue, program builds
+//! One device as the pipelines use it: a context, an in-order queue (profiling or not), program builds
 //! (with the result layout handed to every kernel file), checked buffer allocation, work-group
 //! sizes and the profiling times of events.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use ocl::builders::KernelBuilder;
 use ocl::enums::{
-    DeviceInfo as ClDeviceInfo, DeviceInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult,
-    ProfilingInfo,
+    CommandQueueInfo, CommandQueueInfoResult, DeviceInfo as ClDeviceInfo, DeviceInfoResult,
+    EventInfo, EventInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult, ProfilingInfo,
 };
 use ocl::flags::{CommandQueueProperties, DeviceFpConfig, MemFlags};
 use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
@@ -14,13 +16,35 @@ use super::inject::{self, FaultPoint};
 use super::{OpenClError, SETUP_LOCK, Selected, record};
 use crate::backend::StageTiming;
 
-/// A context and an in-order, profiling queue on one device.
+/// Whether queues made from now on record device times ([`set_profiling`]).
+static PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// Makes the OpenCL queues created after this call (by any pipeline, stream, matcher or backend
+/// of this process) profiling queues, whose results carry per-stage device times
+/// (`Features::timings`, `DetectOutput::timings`), or not. Off by default: NVIDIA's OpenCL
+/// takes measurable time for it (H100, 2026-11-25: a 640x480 frame 0.21 against 0.24 ms end to
+/// end, a 1920x1080 SURF stream 1010-1037 against 870-914 frames/s, Harris 1466-1488 against
+/// 1126-1177). `surfcl detect`, `match` and `bench --profile` turn it on; without it a result's
+/// timings hold only host-measured stages.
+pub fn set_profiling(on: bool) {
+    PROFILING.store(on, Ordering::Relaxed);
+}
+
+/// Whether queues made now record device times ([`set_profiling`]).
+pub fn profiling() -> bool {
+    PROFILING.load(Ordering::Relaxed)
+}
+
+/// A context and an in-order queue on one device (a profiling queue when [`profiling`] was on
+/// at its creation).
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
     pub context: Context,
     pub queue: Queue,
     pub selected: Selected,
     pub max_alloc: u64,
+    /// Whether this device's queues record device times.
+    pub profiling: bool,
 }
 
 impl Gpu {
@@ -33,7 +57,8 @@ impl Gpu {
             .devices(selected.device)
             .build()
             .map_err(OpenClError::runtime("create context"))?;
-        let queue = profiling_queue(&context, &selected, "create queue")?;
+        let profiling = profiling();
+        let queue = make_queue(&context, &selected, profiling, "create queue")?;
         let max_alloc = match selected.device.info(ClDeviceInfo::MaxMemAllocSize) {
             Ok(DeviceInfoResult::MaxMemAllocSize(v)) => v,
             _ => u64::MAX,
@@ -43,11 +68,12 @@ impl Gpu {
             queue,
             selected,
             max_alloc,
+            profiling,
         })
     }
 
-    /// The same context and device with a second in-order, profiling queue (commands that may
-    /// overlap this one's: the stream's matching).
+    /// The same context and device with a second in-order queue (commands that may overlap
+    /// this one's: the stream's matching), profiling as this one.
     pub(crate) fn with_second_queue(&self, what: &'static str) -> Result<Self, OpenClError> {
         Ok(Self {
             queue: self.new_queue(what)?,
@@ -55,9 +81,9 @@ impl Gpu {
         })
     }
 
-    /// Another in-order, profiling queue on this context and device.
+    /// Another in-order queue on this context and device, profiling as this one.
     pub(crate) fn new_queue(&self, what: &'static str) -> Result<Queue, OpenClError> {
-        profiling_queue(&self.context, &self.selected, what)
+        make_queue(&self.context, &self.selected, self.profiling, what)
     }
 
     /// The device, as "platform / device".
@@ -198,15 +224,16 @@ impl Gpu {
     }
 }
 
-fn profiling_queue(
+fn make_queue(
     context: &Context,
     selected: &Selected,
+    profiling: bool,
     what: &'static str,
 ) -> Result<Queue, OpenClError> {
     Queue::new(
         context,
         selected.device,
-        Some(CommandQueueProperties::new().profiling()),
+        profiling.then(|| CommandQueueProperties::new().profiling()),
     )
     .map_err(OpenClError::runtime(what))
 }
@@ -218,6 +245,17 @@ fn fp32_correctly_rounded(selected: &Selected) -> bool {
         selected.device.info(ClDeviceInfo::SingleFpConfig),
         Ok(DeviceInfoResult::SingleFpConfig(c))
             if c.contains(DeviceFpConfig::CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    )
+}
+
+/// Whether `event`'s command went to a profiling queue (false when that cannot be told).
+fn from_profiling_queue(event: &Event) -> bool {
+    let Ok(EventInfoResult::CommandQueue(queue)) = event.info(EventInfo::CommandQueue) else {
+        return false;
+    };
+    matches!(
+        ocl::core::get_command_queue_info(&queue, CommandQueueInfo::Properties),
+        Ok(CommandQueueInfoResult::Properties(p)) if p.contains(CommandQueueProperties::PROFILING_ENABLE)
     )
 }
 
@@ -239,11 +277,19 @@ pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
     Ok(end.saturating_sub(start) as f64 / 1e6)
 }
 
-/// Sums profiling times per stage, merging consecutive events of one stage.
+/// Sums profiling times per stage, merging consecutive events of one stage; none when the
+/// events come from queues that do not profile ([`set_profiling`]: a frame's commands all go to
+/// the queues of one [`Gpu`], so the first event tells).
 pub(crate) fn stage_timings(
     events: &[(&'static str, Event)],
 ) -> Result<Vec<StageTiming>, OpenClError> {
     let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
+    if !events
+        .first()
+        .is_some_and(|(_, ev)| from_profiling_queue(ev))
+    {
+        return Ok(timings);
+    }
     for (name, ev) in events {
         let ms = event_ms(ev)?;
         match timings.last_mut() {

@@ -31,6 +31,7 @@ mod strongest;
 
 pub use backend::OpenClBackend;
 pub use frame::{DetectOutput, Detector, DetectorConfig};
+pub use gpu::{profiling, set_profiling};
 pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
 pub use pipeline::{Pipeline, PipelineConfig};
 pub use stream::{StreamFrame, StreamInput, StreamPipeline};
