@@ -53,6 +53,22 @@ pub trait Backend: Send {
     fn device(&self) -> String;
     /// Detects and describes the interest points of `image`. `params` must have been validated.
     fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error>;
+    /// [`Backend::detect`] into `out`, whose keypoint and descriptor arrays an implementation
+    /// may refill in place: a caller that detects frame after frame hands back the `Features`
+    /// of a frame it no longer needs, so that those arrays are not allocated again every frame.
+    /// Every field of `out` is replaced on success (the result is the one `detect` returns); on
+    /// error its contents are unspecified.
+    ///
+    /// The default calls `detect` (and drops `out`'s old arrays); the OpenCL backend refills them.
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        *out = self.detect(image, params)?;
+        Ok(())
+    }
     /// Matches `query` against `train` (2-NN with the tests of `config`), comparing descriptors
     /// in the `descriptor` representation.
     fn match_features(

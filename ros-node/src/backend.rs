@@ -67,6 +67,9 @@ impl ProcessorFactory for BackendFactory {
 
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         let device = (!params.device.is_empty()).then_some(params.device.as_str());
+        // The queues of the backend opened next profile or not (a process-wide setting, read
+        // when they are made; the node opens its backends on one thread).
+        surfcl_gpu::opencl::set_profiling(params.profile);
         let backend = open_backend(params.backend, device)
             .map_err(|e| ProcessorError::Open(e.to_string()))?;
         Ok(Box::new(BackendProcessor { backend }))
@@ -112,16 +115,31 @@ impl Processor for BackendProcessor {
         image: &GrayImage<'_>,
         params: &NodeParams,
     ) -> Result<Detection, ProcessorError> {
+        let mut detection = Detection::default();
+        self.detect_into(image, params, &mut detection)?;
+        Ok(detection)
+    }
+
+    /// Lends `out`'s arrays to the backend's `detect_into` (the OpenCL backend refills them in
+    /// place) and takes them back, also on failure.
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
         let dp = detect_params(params)?;
-        let f = self.backend.detect(image, &dp).map_err(frame)?;
-        Ok(Detection {
-            width: f.width,
-            height: f.height,
-            keypoints: f.keypoints,
-            descriptors: f.descriptors,
-            dropped: f.dropped,
-            timings: f.timings.into_iter().map(|t| (t.name, t.ms)).collect(),
-        })
+        let mut f = take_features(out);
+        let result = self.backend.detect_into(image, &dp, &mut f);
+        let timings = std::mem::take(&mut f.timings);
+        let (width, height, dropped) = (f.width, f.height, f.dropped);
+        give_back(f, out);
+        result.map_err(frame)?;
+        out.width = width;
+        out.height = height;
+        out.dropped = dropped;
+        out.timings = timings.into_iter().map(|t| (t.name, t.ms)).collect();
+        Ok(())
     }
 
     fn match_frames(

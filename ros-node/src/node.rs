@@ -1102,6 +1102,9 @@ fn split_backend_timings(stages: &mut StageTimes, timings: &[(String, f64)]) {
 fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, log: &Logger) {
     let mut processor: Option<(NodeParams, Box<dyn Processor>)> = None;
     let mut previous: Option<Previous> = None;
+    // The detection of the frame before the previous one: no longer needed, its arrays are
+    // refilled by the next frame's detection (`Processor::detect_into`) instead of allocated.
+    let mut spare = Detection::default();
     let mut gray = Vec::new();
     let mut debug_rgb = Vec::new();
     while let Some(frame) = next_frame(shared) {
@@ -1164,19 +1167,17 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         let pixels = convert::gray_view(&image.data, layout, &mut gray);
         stages.convert_ms = ms_since(t);
         let t = Instant::now();
-        let mut detection = match GrayImage::new(pixels, layout.width, layout.height)
+        let mut detection = std::mem::take(&mut spare);
+        if let Err(e) = GrayImage::new(pixels, layout.width, layout.height)
             .map_err(|e| BackendFault::Error(e.to_string()))
-            .and_then(|g| guarded(|| proc_.detect(&g, &params)))
+            .and_then(|g| guarded(|| proc_.detect_into(&g, &params, &mut detection)))
         {
-            Ok(d) => d,
-            Err(e) => {
-                if e.panicked() {
-                    processor = None;
-                }
-                fail("detection failed", e.text());
-                continue;
+            if e.panicked() {
+                processor = None;
             }
-        };
+            fail("detection failed", e.text());
+            continue;
+        }
         stages.detect_ms = ms_since(t);
         split_backend_timings(&mut stages, &detection.timings);
         // Keypoints go out as soon as they exist: they do not depend on matching, and a robot
@@ -1288,7 +1289,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 s.stage_window.push(stages);
             }
         }
-        previous = Some(Previous { header, detection });
+        if let Some(old) = previous.replace(Previous { header, detection }) {
+            spare = old.detection;
+        }
     }
 }
 

@@ -62,6 +62,22 @@ pub trait Processor: Send {
         image: &GrayImage<'_>,
         params: &NodeParams,
     ) -> Result<Detection, ProcessorError>;
+    /// [`Processor::detect`] into `out`, whose keypoint and descriptor arrays an implementation
+    /// may refill in place. The node hands back the detection of a frame it no longer needs
+    /// (the one before the previous frame), so that the arrays (1.1 MiB at 4096 keypoints) are
+    /// not allocated again every frame. Every field of `out` is replaced on success (the result
+    /// is the one `detect` returns); on error or panic its contents are unspecified.
+    ///
+    /// The default calls `detect`.
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        *out = self.detect(image, params)?;
+        Ok(())
+    }
     /// Matches `query` (current frame) against `train` (previous frame).
     ///
     /// Both are `&mut` so that an implementation can hand their arrays to a backend without

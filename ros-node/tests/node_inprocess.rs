@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -11,8 +12,10 @@ use ros2_client::qos::History;
 use ros2_client::rcl_interfaces::{SetParametersRequest, SetParametersResponse};
 use ros2_client::{Name, Parameter, ParameterValue, QosProfile, ServiceMapping, ServiceTypeName};
 use surfcl_core::GrayImage;
-use surfcl_ros::msg::{Image, KeypointMsg};
+use surfcl_ros::msg::{Image, KeypointMsg, MatchMsg};
 use surfcl_ros::node::TopicReliability;
+use surfcl_ros::params::NodeParams;
+use surfcl_ros::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -38,6 +41,109 @@ fn best_effort_outputs_and_bulk_decoding_give_the_same_results() {
             bulk_keypoints: true,
         },
     );
+}
+
+/// Records, for every `detect_into` call, the descriptor capacity the node handed in, and
+/// passes the call on to the production processor.
+struct Recording {
+    inner: Box<dyn Processor>,
+    calls: Arc<Mutex<Vec<usize>>>,
+}
+
+impl Processor for Recording {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn detect(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+    ) -> Result<Detection, ProcessorError> {
+        self.inner.detect(image, params)
+    }
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        self.calls.lock().unwrap().push(out.descriptors.capacity());
+        self.inner.detect_into(image, params, out)
+    }
+    fn match_frames(
+        &mut self,
+        query: &mut Detection,
+        train: &mut Detection,
+        params: &NodeParams,
+    ) -> Result<Vec<MatchMsg>, ProcessorError> {
+        self.inner.match_frames(query, train, params)
+    }
+}
+
+struct RecordingFactory(Arc<Mutex<Vec<usize>>>);
+
+impl ProcessorFactory for RecordingFactory {
+    fn check(&self, params: &NodeParams) -> Result<(), ProcessorError> {
+        factory().check(params)
+    }
+    fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
+        Ok(Box::new(Recording {
+            inner: factory().open(params)?,
+            calls: self.0.clone(),
+        }))
+    }
+}
+
+/// From the third frame on, the node detects into the arrays of the frame before the previous
+/// one (which it no longer needs) instead of fresh ones, and the outputs stay those of each
+/// frame alone.
+#[test]
+fn detections_refill_the_arrays_of_an_earlier_frame() {
+    let domain = 116;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let node = start_node(domain, Arc::new(RecordingFactory(calls.clone())), |c| {
+        c.params = test_params();
+    });
+    let client = Client::new(domain, "/", "/image");
+    client.wait_connected(LIMIT);
+    let (img1, img2) = (boat(1), boat(2));
+    let mut received = Vec::new();
+    for i in 0..5 {
+        let img = if i % 2 == 0 { &img1 } else { &img2 };
+        let (kp, m) = client.process(&mono8(img, header(i + 1, "cam")), LIMIT);
+        assert_eq!(kp.header, header(i + 1, "cam"));
+        received.push((kp, m));
+    }
+    // Same picture, same keypoints, descriptors and matches, whatever arrays they went through.
+    for i in 2..5 {
+        assert_eq!(
+            received[i].0.keypoints,
+            received[i - 2].0.keypoints,
+            "frame {i}"
+        );
+        assert_eq!(
+            received[i].0.descriptors,
+            received[i - 2].0.descriptors,
+            "frame {i}"
+        );
+    }
+    assert_eq!(received[3].1.matches, received[1].1.matches);
+    assert_eq!(received[4].1.matches, received[2].1.matches);
+    // One call per frame (more only if the client had to publish a frame again).
+    let calls = calls.lock().unwrap().clone();
+    assert!(calls.len() >= 5, "{calls:?}");
+    assert_eq!(&calls[..2], &[0, 0], "nothing to reuse yet: {calls:?}");
+    let fewest = received
+        .iter()
+        .map(|r| r.0.keypoints.len())
+        .min()
+        .unwrap_or(0);
+    assert!(fewest > 0);
+    assert!(
+        calls[2..].iter().all(|&capacity| capacity >= fewest),
+        "from the third frame on, the arrays of an earlier frame: {calls:?}"
+    );
+    node.stop();
 }
 
 fn equal_direct_backend(domain: u16, outputs: TopicReliability, options: ClientOptions) {
