@@ -16,7 +16,7 @@ use crate::params::NodeParams;
     after_help = "ROS arguments are accepted after --ros-args: -r image:=/camera/image_raw \
                   -r __ns:=/robot -r __node:=name -p threshold:=0.001 (end them with --).\n\
                   Parameters: detector, threshold, octaves, upright, max_keypoints, precision, \
-                  descriptor, ratio, cross_check, backend, device, debug_image; at start-up \
+                  descriptor, ratio, cross_check, backend, device, debug_image, profile; at start-up \
                   only: image_reliability (best_effort|reliable), image_qos_depth, \
                   output_reliability (reliable|best_effort)."
 )]

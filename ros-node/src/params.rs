@@ -61,6 +61,11 @@ pub struct NodeParams {
     pub device: String,
     /// `debug_image`: publish `debug_image` (rgb8 with keypoints and matches drawn).
     pub debug_image: bool,
+    /// `profile`: OpenCL queues that record per-stage device times, reported in `diagnostics`
+    /// as `stage_upload_ms`, `stage_kernels_ms`, `stage_readback_ms` (`surfcl_gpu::opencl::
+    /// set_profiling`). Off by default: profiling costs time on NVIDIA's OpenCL. Takes effect
+    /// when the backend is (re)opened, which a change of this parameter does.
+    pub profile: bool,
 }
 
 impl Default for NodeParams {
@@ -79,12 +84,13 @@ impl Default for NodeParams {
             backend: BackendChoice::default(),
             device: String::new(),
             debug_image: false,
+            profile: false,
         }
     }
 }
 
 /// Names of all parameters the node declares.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 13] = [
     "detector",
     "threshold",
     "octaves",
@@ -97,6 +103,7 @@ pub const NAMES: [&str; 12] = [
     "backend",
     "device",
     "debug_image",
+    "profile",
 ];
 
 fn want_string<'a>(name: &str, v: &'a ParameterValue) -> Result<&'a str, String> {
@@ -157,6 +164,7 @@ impl NodeParams {
             "backend" => V::String(self.backend.name().into()),
             "device" => V::String(self.device.clone()),
             "debug_image" => V::Boolean(self.debug_image),
+            "profile" => V::Boolean(self.profile),
             _ => return None,
         })
     }
@@ -211,6 +219,7 @@ impl NodeParams {
             "backend" => self.backend = want_named(name, value)?,
             "device" => self.device = want_string(name, value)?.to_string(),
             "debug_image" => self.debug_image = want_bool(name, value)?,
+            "profile" => self.profile = want_bool(name, value)?,
             _ => {}
         }
         Ok(())
@@ -251,7 +260,9 @@ impl NodeParams {
 
     /// Whether switching from `self` to `other` needs a different backend instance.
     pub fn same_backend(&self, other: &NodeParams) -> bool {
-        self.backend == other.backend && self.device == other.device
+        self.backend == other.backend
+            && self.device == other.device
+            && self.profile == other.profile
     }
 }
 
@@ -275,6 +286,7 @@ mod tests {
             backend: BackendChoice::Cpu,
             device: "x".into(),
             debug_image: true,
+            profile: true,
         };
         for (name, value) in p.to_values() {
             q.apply(name, &value).unwrap();

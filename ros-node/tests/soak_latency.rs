@@ -13,7 +13,8 @@
 //!   `output_reliability`, and the client's subscriptions to match),
 //!   `SURFCL_LATENCY_DECODER` (bulk|serde, default bulk: how the client decodes the keypoints;
 //!   bulk is `surfcl_ros::wire`'s decoder, a block copy as in rclcpp, serde is ros2-client's
-//!   value-by-value path),
+//!   value-by-value path), `SURFCL_LATENCY_PROFILE=1` (the node's `profile` parameter:
+//!   OpenCL device times of upload, kernels and readback in the breakdown, at their cost),
 //!   `SURFCL_LATENCY_P50_MAX_MS` / `SURFCL_LATENCY_P99_MAX_MS` (fail above these),
 //!   `SURFCL_LATENCY_JSON` (also write the result there);
 //! - `soak_2000_frames_at_30hz`: 2000 frames at 30 Hz; median resident memory of the last 600
@@ -98,6 +99,8 @@ fn latency() {
     let outputs = TopicReliability::parse(&env_or("SURFCL_LATENCY_OUTPUTS", "reliable"))
         .expect("SURFCL_LATENCY_OUTPUTS must be reliable or best_effort");
     let decoder = env_or("SURFCL_LATENCY_DECODER", "bulk");
+    // OpenCL device times per stage (upload, kernels, readback), at their cost: off as deployed.
+    let profile = env_or("SURFCL_LATENCY_PROFILE", "0") == "1";
     assert!(
         decoder == "bulk" || decoder == "serde",
         "SURFCL_LATENCY_DECODER must be bulk or serde, got {decoder:?}"
@@ -111,6 +114,7 @@ fn latency() {
     params.device = device.clone();
     params.max_keypoints = max_kp;
     params.descriptor = descriptor;
+    params.profile = profile;
     let node = start_node(domain, factory(), |c| {
         c.params = params;
         if reliable {
@@ -187,7 +191,7 @@ fn latency() {
     let (p50, p99) = (percentile(&sorted, 0.5), percentile(&sorted, 0.99));
     let max = sorted.last().copied().unwrap_or(f64::NAN);
     println!(
-        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}): \
+        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}, profile {profile}): \
          n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} processed {} dropped {} lost {} failed {}",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
