@@ -627,12 +627,17 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
 }
 
 #define DESC_SAMPLES 1296
+// Samples per row (and column) of the descriptor window.
+#define DESC_GRID 24
 
-// One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
-// memory (10.4 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
+// One work-group per keypoint: the Haar pairs of the 24 x 24 samples (4.6 KB of local memory;
+// the sub-regions overlap, so reading them per sub-region sample took 2.25 times the table
+// reads), then the 16 x 81 rotated, weighted responses (10.4 KB), then 16 work-items sum one
+// sub-region each in OpenSURF's order.
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                          uint max_keypoints, int upright, __global uint* result) {
     __local float2 rr[DESC_SAMPLES];
+    __local float2 pairs[DESC_GRID * DESC_GRID];
     __local float sub[DESC_LEN];
     __local float sub_len[16];
     __local float inv_len;
@@ -655,6 +660,16 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         float sigma1 = 2.5f * scale;
         // The Gaussians' constant factors are left out: they cancel in the unit vector.
         float inv_two_sigma1_sq = 1.0f / (2.0f * sigma1 * sigma1);
+        // The 24 x 24 samples' Haar pairs first, once each: the 16 overlapping sub-regions
+        // read 1296 samples, but only 576 distinct ones (8 table reads each).
+        for (uint t = lid; t < DESC_GRID * DESC_GRID; t += lsz) {
+            int k = (int)(t / DESC_GRID) - 12, l = (int)(t % DESC_GRID) - 12;
+            int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
+            int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
+            // `haar` = 2 * round(scale) is even.
+            pairs[t] = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
         for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
             int region = t / 81, idx = t - region * 81;
             int ib = region / 4, jb = region - ib * 4;
@@ -669,8 +684,7 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             // The separable weight e(|ddx|) e(|ddy|) of ARCHITECTURE.md (the CPU's table).
             float g = surf_exp(-(ddx * ddx) * inv_two_sigma1_sq) *
                       surf_exp(-(ddy * ddy) * inv_two_sigma1_sq);
-            // `haar` = 2 * round(scale) is even.
-            float2 hv = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
+            float2 hv = pairs[(k + 12) * DESC_GRID + (l + 12)];
             float vx = hv.x, vy = hv.y;
             rr[t] = (float2)(g * (-vx * si + vy * co), g * (vx * co + vy * si));
         }
