@@ -519,17 +519,6 @@ inline float haar_y(__global const uint* ii, int w, int h, int row, int col, int
     return (float)v;
 }
 
-// The Haar pair from its table corners: rows r0, r1, r2 by columns c0, c1, c2 (the centre
-// unused), as `haar_xy_even` reads them.
-inline float2 haar_from_corners(uint a00, uint a01, uint a02, uint a10, uint a12, uint a20,
-                                uint a21, uint a22) {
-    long right = (long)(uint)(a22 - a02 - a21 + a01);
-    long left = (long)(uint)(a21 - a01 - a20 + a00);
-    long bottom = (long)(uint)(a22 - a12 - a20 + a10);
-    long top = (long)(uint)(a12 - a02 - a10 + a00);
-    return (float2)((float)(right - left), (float)(bottom - top));
-}
-
 // Both Haar responses at (row, col) for an even size s from the 9 integral-image corners they
 // share: rows {row - s/2, row, row + s/2} and columns likewise, each clamped as box_sum clamps
 // its bounds. Clamping is monotonic, so every box of haar_x/haar_y is the same 4-corner
@@ -544,13 +533,17 @@ inline float2 haar_xy_even(__global const uint* ii, int w, int h, int row, int c
     size_t c0 = (size_t)clamp(col - hs, 0, w);
     size_t c1 = (size_t)clamp(col, 0, w);
     size_t c2 = (size_t)clamp(col + hs, 0, w);
-    return haar_from_corners(ii[r0 + c0], ii[r0 + c1], ii[r0 + c2], ii[r1 + c0], ii[r1 + c2],
-                             ii[r2 + c0], ii[r2 + c1], ii[r2 + c2]);
+    uint a00 = ii[r0 + c0], a01 = ii[r0 + c1], a02 = ii[r0 + c2];
+    uint a10 = ii[r1 + c0], a12 = ii[r1 + c2];
+    uint a20 = ii[r2 + c0], a21 = ii[r2 + c1], a22 = ii[r2 + c2];
+    long right = (long)(uint)(a22 - a02 - a21 + a01);
+    long left = (long)(uint)(a21 - a01 - a20 + a00);
+    long bottom = (long)(uint)(a22 - a12 - a20 + a10);
+    long top = (long)(uint)(a12 - a02 - a10 + a00);
+    return (float2)((float)(right - left), (float)(bottom - top));
 }
 
 #define ORI_SAMPLES 109
-// Table rows (and columns) of the orientation samples' corners: offsets -8 s ..= 8 s.
-#define ORI_LATTICE 17
 #define ORI_WINDOWS 42
 #define PI_F M_PI_F
 
@@ -575,7 +568,6 @@ inline uint kept_count(__global const uint* result, uint capacity, uint max_keyp
 __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
                           uint max_keypoints, __global const float4* ori_table,
                           __global uint* result) {
-    __local uint lattice[ORI_LATTICE * ORI_LATTICE];
     __local float rx[ORI_SAMPLES];
     __local float ry[ORI_SAMPLES];
     __local float ang[ORI_SAMPLES];
@@ -588,25 +580,11 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
         float x = as_float(rec[KP_X]), y = as_float(rec[KP_Y]), scale = as_float(rec[KP_SCALE]);
         int s = (int)round(scale);
         int r = (int)round(y), c = (int)round(x);
-        // Every corner of the 109 samples (centres (r + j s, c + i s), half-size 2 s) lies on
-        // the lattice of table rows r + m s and columns c + n s, m and n in -8..8, clamped to
-        // the table as `haar_xy_even` clamps them: 289 reads instead of 872.
-        size_t stride = (size_t)w + 1;
-        for (uint q = lid; q < ORI_LATTICE * ORI_LATTICE; q += lsz) {
-            int m = (int)(q / ORI_LATTICE) - 8, n = (int)(q % ORI_LATTICE) - 8;
-            lattice[q] = ii[(size_t)clamp(r + m * s, 0, h) * stride + (size_t)clamp(c + n * s, 0, w)];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
         for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
             float4 t = ori_table[k];
             int i = (int)t.x, j = (int)t.y;
             float g = surf_exp(-(float)(i * i + j * j) / 12.5f) / as_float(0x421d1463u);
-            // Lattice rows j + 6, j + 8, j + 10 and columns i + 6, i + 8, i + 10 (|i|, |j| <= 5).
-            __local const uint* above = lattice + (j + 6) * ORI_LATTICE + (i + 6);
-            __local const uint* centre = above + 2 * ORI_LATTICE;
-            __local const uint* below = above + 4 * ORI_LATTICE;
-            float2 hv = haar_from_corners(above[0], above[2], above[4], centre[0], centre[4],
-                                          below[0], below[2], below[4]);
+            float2 hv = haar_xy_even(ii, w, h, r + j * s, c + i * s, 4 * s);
             float vx = g * hv.x;
             float vy = g * hv.y;
             rx[k] = vx;
@@ -649,17 +627,12 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
 }
 
 #define DESC_SAMPLES 1296
-// Samples per row (and column) of the descriptor window.
-#define DESC_GRID 24
 
-// One work-group per keypoint: the Haar pairs of the 24 x 24 samples (4.6 KB of local memory;
-// the sub-regions overlap, so reading them per sub-region sample took 2.25 times the table
-// reads), then the 16 x 81 rotated, weighted responses (10.4 KB), then 16 work-items sum one
-// sub-region each in OpenSURF's order.
+// One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
+// memory (10.4 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                          uint max_keypoints, int upright, __global uint* result) {
     __local float2 rr[DESC_SAMPLES];
-    __local float2 pairs[DESC_GRID * DESC_GRID];
     __local float sub[DESC_LEN];
     __local float sub_len[16];
     __local float inv_len;
@@ -682,16 +655,6 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         float sigma1 = 2.5f * scale;
         // The Gaussians' constant factors are left out: they cancel in the unit vector.
         float inv_two_sigma1_sq = 1.0f / (2.0f * sigma1 * sigma1);
-        // The 24 x 24 samples' Haar pairs first, once each: the 16 overlapping sub-regions
-        // read 1296 samples, but only 576 distinct ones (8 table reads each).
-        for (uint t = lid; t < DESC_GRID * DESC_GRID; t += lsz) {
-            int k = (int)(t / DESC_GRID) - 12, l = (int)(t % DESC_GRID) - 12;
-            int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
-            int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
-            // `haar` = 2 * round(scale) is even.
-            pairs[t] = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
         for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
             int region = t / 81, idx = t - region * 81;
             int ib = region / 4, jb = region - ib * 4;
@@ -706,7 +669,8 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             // The separable weight e(|ddx|) e(|ddy|) of ARCHITECTURE.md (the CPU's table).
             float g = surf_exp(-(ddx * ddx) * inv_two_sigma1_sq) *
                       surf_exp(-(ddy * ddy) * inv_two_sigma1_sq);
-            float2 hv = pairs[(k + 12) * DESC_GRID + (l + 12)];
+            // `haar` = 2 * round(scale) is even.
+            float2 hv = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
             float vx = hv.x, vy = hv.y;
             rr[t] = (float2)(g * (-vx * si + vy * co), g * (vx * co + vy * si));
         }
