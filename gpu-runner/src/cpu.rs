@@ -9,9 +9,9 @@
 //! sample, descriptor and query is independent, and the matcher's range functions are made for
 //! it (see `surfcl_core::matcher`, "Splitting the queries").
 //!
-//! Buffers (integral image, detector scratch, keypoint storage, Q7 copies, match outputs) live in
-//! the struct and only grow: after the first frame of a given size and capacity, nothing is
-//! allocated except the owned vectors of the returned [`Features`].
+//! Buffers (integral image, detector scratch, keypoint storage, Haar maps, Q7 copies, match
+//! outputs) live in the struct and only grow: after the first frame of a given size and
+//! capacity, nothing is allocated except the owned vectors of the returned [`Features`].
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -311,6 +311,11 @@ const MAP_CELLS_PER_KEYPOINT: usize = 1200;
 /// Map rows filled per task.
 const MAP_ROWS_PER_TASK: usize = 16;
 
+/// The largest map made (cells of 4 bytes: 64 MiB, a 16.7-megapixel frame). Larger frames
+/// describe from the table: a map as large as the frame's integral image, per half-size, is
+/// more memory than a caller of such frames expects to lend.
+const MAX_MAP_CELLS: usize = 1 << 24;
+
 /// The Haar maps ([`surfcl_core::haar_map`]) worth computing for describing `keypoints` on
 /// `ii`: one per wavelet half-size `round(scale)` up to [`HaarMap::MAX_HALF`] that enough
 /// keypoints share ([`MAP_CELLS_PER_KEYPOINT`]), filled in bands of rows on `pool` into `cells`
@@ -337,11 +342,14 @@ fn haar_maps<'c>(
         let Ok((columns, rows)) = HaarMap::dimensions(ii.width(), ii.height(), half) else {
             continue;
         };
-        if per_half[half].saturating_mul(MAP_CELLS_PER_KEYPOINT) < columns * rows {
+        let cells_needed = columns * rows;
+        if cells_needed > MAX_MAP_CELLS
+            || per_half[half].saturating_mul(MAP_CELLS_PER_KEYPOINT) < cells_needed
+        {
             continue;
         }
-        ensure_len(buffer, columns * rows);
-        let buffer = &mut buffer[..columns * rows];
+        ensure_len(buffer, cells_needed);
+        let buffer = &mut buffer[..cells_needed];
         match pool.filter(|_| rows > MAP_ROWS_PER_TASK) {
             Some(pool) => pool.install(|| {
                 buffer
