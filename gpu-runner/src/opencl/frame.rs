@@ -699,6 +699,12 @@ impl IntegralKernels {
 /// the 16 KB of ION-class boards).
 pub(crate) const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
 
+/// Work-items per keypoint of surf.cl's `descriptor` kernel (fewer where the device or kernel
+/// allows fewer). Measured on an H100 (2026-11-25, docs/BENCHMARKS.md), 4096 keypoints at
+/// 1920x1080: 64 work-items 0.166 ms, 128 0.104, 256 0.067, 512 0.066 (its 1296 samples take 6
+/// steps instead of 11).
+pub(crate) const DESCRIPTOR_WORK_ITEMS: usize = 256;
+
 /// surf.cl's `descriptor` kernel over a detector's integral image and result records, after
 /// checking that the device has the local memory it needs.
 pub(crate) fn descriptor_kernel(

@@ -35,8 +35,8 @@ use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
-    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels, Launch,
-    descriptor_kernel, run_frame,
+    DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
+    IntegralKernels, Launch, descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS};
@@ -254,7 +254,7 @@ impl HarrisPipeline {
             let descriptor =
                 descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, true)?;
             Some(Describe {
-                descriptor_local: gpu.local_size(&descriptor, 64),
+                descriptor_local: gpu.local_size(&descriptor, DESCRIPTOR_WORK_ITEMS),
                 integral,
                 kernels,
                 descriptor,

@@ -37,8 +37,8 @@ use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, res
 use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
-    DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo, IntegralKernels, Launch,
-    descriptor_kernel, run_frame,
+    DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
+    IntegralKernels, Launch, descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
@@ -250,14 +250,20 @@ impl Pipeline {
             .map_err(err("kernel orientation"))?;
         let k_descriptor =
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
-        // Per-keypoint kernels: 128 work-items (109 orientation samples, 1296 descriptor samples
-        // in ~10 steps) unless the caller fixed a size.
+        // Per-keypoint kernels: 128 work-items for the 109 orientation samples (64 and 128 were
+        // as fast on an H100, 256 slower), `DESCRIPTOR_WORK_ITEMS` for the descriptor's 1296,
+        // unless the caller fixed a size.
         let per_kp = if defaults { 128 } else { wanted };
+        let per_descriptor = if defaults {
+            DESCRIPTOR_WORK_ITEMS
+        } else {
+            wanted
+        };
         let local = LocalSizes {
             hessian: gpu.local_size(&k_hessian, per_kp),
             nms: gpu.local_size(&k_nms, per_kp),
             orientation: gpu.local_size(&k_orientation, per_kp),
-            descriptor: gpu.local_size(&k_descriptor, per_kp),
+            descriptor: gpu.local_size(&k_descriptor, per_descriptor),
         };
         // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
         // (groups past the frame's count leave at once), at most 32 per compute unit.
