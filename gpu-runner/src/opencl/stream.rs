@@ -4,22 +4,24 @@
 //! A [`StreamPipeline`] owns a [`Detector`] (SURF, or Harris with upright SURF descriptors, as
 //! [`DetectorConfig`] says) and a [`GpuMatcher`] on one context, with three in-order
 //! queues: the detector's, an upload queue and the matcher's. It keeps two pinned staging
-//! buffers with two device input buffers (double buffering) and two device descriptor sets
-//! (this frame's and the previous frame's).
+//! buffers with two device input buffers (double buffering) and three device descriptor sets.
 //!
-//! The device always has the next frame queued: for frame `k` the detector queue holds its
+//! The device always has the next frames queued: for frame `k` the detector queue holds its
 //! kernels, the gather of its descriptors into a device descriptor set (the count is read on
 //! the device) and a non-blocking readback of its results into one of two pinned staging
-//! areas; the host enqueues all of that for frame `k + 1` *before* it waits for frame `k`.
-//! Then, for frame `k`:
-//! 1. wait for its readback (the only wait on the detector queue);
+//! areas. When the host turns to frame `k`, frame `k + 1` is already queued behind it. Then:
+//! 1. wait for the readback of `k` (the only wait on the detector queue) and take its
+//!    keypoints and descriptors from the staging area;
 //! 2. on the matcher queue: the 2-NN of `k` against the previous good frame (both descriptor
-//!    sets stay on the device), running beside the kernels of `k + 1`;
-//! 3. on the host meanwhile: the keypoints of `k` from the staging area; then the 2-NN
-//!    readback (3 words per keypoint) and the core's ratio/mutual decisions (as in
-//!    [`GpuMatcher`]);
-//! 4. copy frame `k + 2` into the input staging buffer `k` used and start its upload on the
-//!    upload queue.
+//!    sets stay on the device), running beside the kernels of `k + 1`; `k` becomes the
+//!    previous frame;
+//! 3. copy frame `k + 2` into the input staging buffer `k` used, start its upload on the upload
+//!    queue and queue its kernels, gather (into the set of the frame before `k`, after the
+//!    matching of `k` that reads it) and readback (into the area of `k`) behind `k + 1`, so
+//!    that the device has two frames to work on while the host waits;
+//! 4. the 2-NN readback of `k` (3 words per keypoint) and the core's ratio/mutual decisions
+//!    (as in [`GpuMatcher`]). Should that readback fail (a device error), the frame fails and
+//!    the next one is matched against nothing: the frame before `k` has been overwritten.
 //!
 //! Three descriptor sets rotate so that a gather never overwrites the set of the previous good
 //! frame or of the frame in flight, and it waits for the last matching that read its set. The
@@ -40,7 +42,9 @@ use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use super::enqueue::Staging;
-use super::frame::{DetectOutput, Detector, DetectorConfig, Launch, read_results, readback_hint};
+use super::frame::{
+    DetectOutput, Detector, DetectorConfig, Events, Launch, read_results, readback_hint,
+};
 use super::gpu::{Gpu, stage_timings};
 use super::matcher::GpuMatcher;
 use super::pipeline::PipelineConfig;
@@ -132,6 +136,18 @@ struct Started {
 
 /// A frame taken from the input: its input index and its submission (or why it failed).
 type Pending = (usize, Result<Submitted, OpenClError>);
+
+/// A frame between [`StreamPipeline::detect_and_match`] and [`StreamPipeline::complete`]: its
+/// detection, and its matching on the matcher queue, if there was a previous frame.
+struct Matching {
+    sub: Submitted,
+    out: DetectOutput,
+    found: usize,
+    kept: usize,
+    timings: Vec<StageTiming>,
+    /// The previous frame's input index and keypoint count, and the matching's events.
+    against: Option<(usize, usize, Events)>,
+}
 
 /// The streaming pipeline (module docs).
 #[derive(Debug)]
@@ -405,6 +421,14 @@ impl StreamPipeline {
         )
     }
 
+    /// (set, readback area) of a started frame, for the frame started after it.
+    fn in_flight(frame: &Option<(usize, Result<Started, OpenClError>)>) -> Option<(usize, usize)> {
+        match frame {
+            Some((_, Ok(s))) => Some((s.set, s.out_slot)),
+            _ => None,
+        }
+    }
+
     /// Starts a pending frame (if any); `in_flight`: (set, staging area) of the frame before.
     fn start_pending(
         &mut self,
@@ -474,19 +498,20 @@ impl StreamPipeline {
         Ok((found, out))
     }
 
-    /// Finishes a started frame: detection, matching against the previous good frame on the
-    /// matcher queue, and the host side; the frame becomes the previous frame when good.
-    fn finish(
+    /// The first half of finishing a started frame: its detection, then its matching against
+    /// the previous good frame enqueued on the matcher queue (not waited for); the frame becomes
+    /// the previous frame. [`Self::complete`] finishes it.
+    fn detect_and_match(
         &mut self,
         mut st: Started,
         next: &mut Option<(usize, Result<Started, OpenClError>)>,
-    ) -> Result<StreamFrame, OpenClError> {
+    ) -> Result<Matching, OpenClError> {
         let (found, out) = self.detection(&mut st, next)?;
         let n = found.min(self.max_keypoints());
         self.last_kept = [self.last_kept[1], n];
         self.detector.kernels_mut().io_mut().last_size = (st.sub.width, st.sub.height);
-        let mut timings = stage_timings(&st.events)?;
-        let (matches, previous) = match self.previous {
+        let timings = stage_timings(&st.events)?;
+        let against = match self.previous {
             Some((set, count, index)) => {
                 let mut match_events = Vec::new();
                 self.matcher.enqueue_device_f32(
@@ -500,26 +525,56 @@ impl StreamPipeline {
                     self.readers[st.set] = Some(last.clone());
                     self.readers[set] = Some(last.clone());
                 }
-                let m = self.matcher.finish_device_f32(
-                    (n, count),
-                    &self.match_config,
-                    match_events,
-                    &mut timings,
-                )?;
+                Some((index, count, match_events))
+            }
+            None => None,
+        };
+        self.previous = Some((st.set, n, st.sub.index));
+        Ok(Matching {
+            sub: st.sub,
+            out,
+            found,
+            kept: n,
+            timings,
+            against,
+        })
+    }
+
+    /// The second half: waits for the frame's matching and decides it on the host. When that
+    /// fails (a device error), the next frame is matched against nothing.
+    fn complete(&mut self, matching: Matching) -> Result<StreamFrame, OpenClError> {
+        let Matching {
+            sub,
+            out,
+            found,
+            kept,
+            mut timings,
+            against,
+        } = matching;
+        let (matches, previous) = match against {
+            Some((index, count, events)) => {
+                let m = self
+                    .matcher
+                    .finish_device_f32((kept, count), &self.match_config, events, &mut timings)
+                    .inspect_err(|_| {
+                        // The frame fails, and the frame before it cannot take its place
+                        // again: the frame after next has been gathered into that frame's
+                        // descriptor set. The next frame starts a new sequence.
+                        self.previous = None;
+                    })?;
                 (m, Some(index))
             }
             None => (Vec::new(), None),
         };
-        self.previous = Some((st.set, n, st.sub.index));
         Ok(StreamFrame {
-            index: st.sub.index,
+            index: sub.index,
             keypoints: out.keypoints,
             descriptors: out.descriptors,
             matches,
             previous,
             candidates: found,
             timings,
-            latency_ms: st.sub.started.elapsed().as_secs_f64() * 1e3,
+            latency_ms: sub.started.elapsed().as_secs_f64() * 1e3,
         })
     }
 
@@ -547,16 +602,22 @@ impl StreamPipeline {
         let mut frames = frames.into_iter();
         let first = self.submit_next(&mut frames);
         let mut current = self.start_pending(first, None);
-        let mut pending = self.submit_next(&mut frames);
+        let in_flight = Self::in_flight(&current);
+        let second = self.submit_next(&mut frames);
+        let mut next = self.start_pending(second, in_flight);
         while let Some((index, started)) = current.take() {
-            // The next frame goes in before this one is waited for.
-            let in_flight = started.as_ref().ok().map(|s| (s.set, s.out_slot));
-            let mut next = self.start_pending(pending.take(), in_flight);
-            let result = started.and_then(|st| self.finish(st, &mut next));
+            // Frame k (`current`) and k + 1 (`next`) are on the device. Frame k's detection
+            // and the enqueueing of its matching come first.
+            let matching = started.and_then(|st| self.detect_and_match(st, &mut next));
+            // Its input slot, readback area and the previous frame's descriptor set (once the
+            // matching just enqueued has read it) are free now: frame k + 2 goes in before the
+            // host waits for the matching, so the device has two frames to work on meanwhile.
+            let in_flight = Self::in_flight(&next);
+            let pending = self.submit_next(&mut frames);
+            let after_next = self.start_pending(pending, in_flight);
+            let result = matching.and_then(|m| self.complete(m));
             current = next;
-            // This frame's input slot is free now (its kernels are done): the frame after next
-            // uploads into it while the device runs the next one.
-            pending = self.submit_next(&mut frames);
+            next = after_next;
             if !sink(index, result) {
                 // Commands already queued must finish before their buffers can be reused.
                 let _ = self.drain();
