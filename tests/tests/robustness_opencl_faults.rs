@@ -293,6 +293,68 @@ fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
     }
 }
 
+/// A failed readback of a frame's matches (the second readback after frame 0's sink: the
+/// first is the detection readback of the frame queued two ahead): that frame fails, the
+/// next frame starts a new sequence (matched against nothing: the frame before the failed one
+/// has been overwritten by then), and every frame after it matches its predecessor again.
+#[test]
+fn stream_matching_fault_restarts_the_sequence() {
+    require_opencl();
+    let frames = frames();
+    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let matching = MatchConfig::default();
+    let mut reference = Pipeline::open(None, surf_config()).unwrap();
+    let want: Vec<DetectOutput> = views.iter().map(|v| reference.detect(v).unwrap()).collect();
+    let mut stream =
+        StreamPipeline::open_detector(None, DetectorConfig::Surf(surf_config()), matching).unwrap();
+    let mut results: Vec<(usize, Result<StreamFrame, OpenClError>)> = Vec::new();
+    stream.run(views.iter().copied(), |i, r| {
+        if i == 0 {
+            plan(FaultPoint::Readback, 2);
+        }
+        results.push((i, r));
+        true
+    });
+    assert!(!clear_plan(), "the readback fault did not fire");
+    assert_eq!(results.len(), views.len());
+    let failed: Vec<usize> = results
+        .iter()
+        .filter_map(|(i, r)| r.is_err().then_some(*i))
+        .collect();
+    assert_eq!(failed, [1], "failed frames");
+    let Err(e) = &results[1].1 else {
+        unreachable!()
+    };
+    assert!(is_injected(e, FaultPoint::Readback), "{e}");
+    assert!(
+        e.to_string().contains("matches"),
+        "not the matching's readback: {e}"
+    );
+    for (i, r) in &results {
+        let Ok(f) = r else { continue };
+        assert_eq!(f.keypoints, want[*i].keypoints, "frame {i}");
+        let previous = match i {
+            0 | 2 => None,
+            _ => Some(i - 1),
+        };
+        assert_eq!(f.previous, previous, "frame {i}");
+        match previous {
+            None => assert!(f.matches.is_empty(), "frame {i}"),
+            Some(p) => {
+                let core = core_matches(
+                    &want[*i].keypoints,
+                    &want[*i].descriptors,
+                    &want[p].keypoints,
+                    &want[p].descriptors,
+                    &matching,
+                );
+                assert!(core.len() > 10, "frames should match");
+                assert_eq!(f.matches, core, "frame {i} against {p}");
+            }
+        }
+    }
+}
+
 /// The child half of [`cli_reports_an_injected_device_fault`]: `surfcl detect` in-process on
 /// OpenCL; does nothing without the parent's environment variable.
 #[test]
