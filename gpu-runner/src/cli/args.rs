@@ -61,7 +61,9 @@ pub struct DetectOptions {
     /// Keep at most this many keypoints (the strongest).
     #[arg(long, default_value_t = DEFAULT_MAX_KEYPOINTS)]
     pub max_keypoints: usize,
-    /// Print the time of every stage.
+    /// Print the time of every stage (OpenCL: device times from profiling queues, which cost
+    /// time on NVIDIA's OpenCL; `bench` always profiles its per-stage pass, and its streams
+    /// only with this flag).
     #[arg(long)]
     pub profile: bool,
 }
