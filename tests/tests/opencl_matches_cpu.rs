@@ -321,3 +321,54 @@ fn candidate_buffer_grows_when_a_frame_has_more_candidates_than_it_holds() {
     let again = p.detect(&img).unwrap();
     assert_eq!(again.keypoints, out.keypoints);
 }
+
+#[test]
+fn frames_written_into_the_pinned_input_give_the_same_results() {
+    require_opencl();
+    let src = boat(1);
+    let (w, h) = (src.1, src.2);
+    let config = surfcl_gpu::opencl::DetectorConfig::Surf(PipelineConfig {
+        max_width: w,
+        max_height: h,
+        surf: SurfConfig::default(),
+        max_keypoints: 1500,
+        local_size: None,
+    });
+    let mut detector = surfcl_gpu::opencl::Detector::open(None, config).unwrap();
+    // Before any input buffer: a clear error, not a frame of stale memory.
+    let err = detector.detect_input(w, h).unwrap_err();
+    assert!(err.to_string().contains("input_buffer"), "{err}");
+    let image = GrayImage::new(&src.0, w, h).unwrap();
+    let want = detector.detect(&image).unwrap();
+    assert!(want.keypoints.len() > 1000);
+    detector.input_buffer(w, h).unwrap().copy_from_slice(&src.0);
+    for _ in 0..2 {
+        let got = detector.detect_input(w, h).unwrap();
+        assert_eq!(got.keypoints, want.keypoints);
+        assert_eq!(got.descriptors, want.descriptors);
+    }
+    // A smaller frame in the same area: its first w2 * h2 bytes.
+    let small = crop(&src, 320, 240);
+    detector
+        .input_buffer(320, 240)
+        .unwrap()
+        .copy_from_slice(&small);
+    let small_want = detector
+        .detect(&GrayImage::new(&small, 320, 240).unwrap())
+        .unwrap();
+    assert_eq!(
+        detector.detect_input(320, 240).unwrap().keypoints,
+        small_want.keypoints
+    );
+    // Sizes the detector cannot take are errors.
+    assert!(matches!(
+        detector.input_buffer(w + 1, h),
+        Err(OpenClError::ImageTooLarge { .. })
+    ));
+    assert!(detector.input_buffer(0, h).is_err());
+    assert!(detector.detect_input(w, 0).is_err());
+    assert!(matches!(
+        detector.detect_input(w, h + 1),
+        Err(OpenClError::ImageTooLarge { .. })
+    ));
+}
