@@ -219,13 +219,11 @@ pub fn fill_rows_inlined(
             actual: cells.len(),
         });
     }
-    if columns == 0 {
-        return Ok(());
-    }
     let table = ii.table();
     let stride = ii.width() + 1;
     // Table columns `0 ..= width` feed the map columns `0 .. columns` at offsets 0, h and 2 h.
     let span = columns + 2 * half;
+    // `dimensions` makes `columns` at least 1 (`width >= 2 half`).
     for (j, out) in rows.zip(cells.chunks_exact_mut(columns)) {
         // Map row j: the wavelet rows are table rows j, j + h and j + 2 h.
         let line = |r: usize| &table[r * stride..r * stride + span];

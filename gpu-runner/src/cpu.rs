@@ -337,7 +337,7 @@ fn haar_maps<'c>(
     if cells.len() < HaarMap::MAX_HALF {
         cells.resize_with(HaarMap::MAX_HALF, Vec::new);
     }
-    let mut chosen = Vec::new();
+    let mut maps = Vec::new();
     for (half, buffer) in (1..=HaarMap::MAX_HALF).zip(cells.iter_mut()) {
         let Ok((columns, rows)) = HaarMap::dimensions(ii.width(), ii.height(), half) else {
             continue;
@@ -367,10 +367,6 @@ fn haar_maps<'c>(
             })?,
             None => fill_haar_map_rows_widest(ii, half, 0..rows, buffer)?,
         }
-        chosen.push((half, buffer));
-    }
-    let mut maps = Vec::with_capacity(chosen.len());
-    for (half, buffer) in chosen {
         maps.push(HaarMap::from_filled(ii, half, buffer)?);
     }
     Ok(maps)

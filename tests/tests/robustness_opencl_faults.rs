@@ -222,6 +222,26 @@ fn creation_faults_are_typed_and_a_retry_works() {
     }
 }
 
+/// Checks that stream frame `f` (input `i`) has exactly the core's matches against frame `p`,
+/// from the frame-by-frame outputs `want`; `what` names the case in failure messages.
+fn assert_matches_core(
+    f: &StreamFrame,
+    want: &[DetectOutput],
+    (i, p): (usize, usize),
+    matching: &MatchConfig,
+    what: impl std::fmt::Display,
+) {
+    let core = core_matches(
+        &want[i].keypoints,
+        &want[i].descriptors,
+        &want[p].keypoints,
+        &want[p].descriptors,
+        matching,
+    );
+    assert!(core.len() > 10, "frames should match");
+    assert_eq!(f.matches, core, "{what}: frame {i} against {p}");
+}
+
 /// A fault planned while the stream runs (from the sink of the first frame: the next
 /// operation of that kind belongs to a later frame, with other frames in flight) fails exactly
 /// one frame; every other frame equals frame-by-frame processing, and the frame after the
@@ -275,15 +295,7 @@ fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
                         assert_eq!(f.descriptors, want[*i].descriptors, "{point}: frame {i}");
                         assert_eq!(f.previous, last_good, "{point}: frame {i}");
                         if let Some(p) = last_good {
-                            let core = core_matches(
-                                &want[*i].keypoints,
-                                &want[*i].descriptors,
-                                &want[p].keypoints,
-                                &want[p].descriptors,
-                                &matching,
-                            );
-                            assert!(core.len() > 10, "frames should match");
-                            assert_eq!(f.matches, core, "{point}: frame {i} against {p}");
+                            assert_matches_core(f, &want, (*i, p), &matching, point);
                         }
                         last_good = Some(*i);
                     }
@@ -340,17 +352,7 @@ fn stream_matching_fault_restarts_the_sequence() {
         assert_eq!(f.previous, previous, "frame {i}");
         match previous {
             None => assert!(f.matches.is_empty(), "frame {i}"),
-            Some(p) => {
-                let core = core_matches(
-                    &want[*i].keypoints,
-                    &want[*i].descriptors,
-                    &want[p].keypoints,
-                    &want[p].descriptors,
-                    &matching,
-                );
-                assert!(core.len() > 10, "frames should match");
-                assert_eq!(f.matches, core, "frame {i} against {p}");
-            }
+            Some(p) => assert_matches_core(f, &want, (*i, p), &matching, "matching fault"),
         }
     }
 }

@@ -22,7 +22,7 @@ use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use super::OpenClError;
 use super::enqueue::{Staging, launch_after};
-use super::gpu::{Gpu, stage_timings};
+use super::gpu::Gpu;
 use super::harris::{HarrisPipeline, HarrisPipelineConfig};
 use super::inject::{self, FaultPoint};
 use super::pipeline::{Pipeline, PipelineConfig};
@@ -149,23 +149,20 @@ impl FrameIo {
     fn input_area(&mut self, width: usize, height: usize) -> Result<&mut [u8], OpenClError> {
         check_frame(width, height)?;
         self.check_size(width, height)?;
-        if self.stage_in.is_none() {
-            let len = self.max_width * self.max_height;
-            self.stage_in = Some(Staging::new(&self.gpu, "pinned input staging", len)?);
-        }
-        let area = self
-            .stage_in
-            .as_mut()
-            .ok_or_else(|| OpenClError::Unsupported("no pinned input area".into()))?;
-        Ok(&mut area.host()?[..width * height])
+        let area = match self.stage_in.take() {
+            Some(area) => area,
+            None => Staging::new(
+                &self.gpu,
+                "pinned input staging",
+                self.max_width * self.max_height,
+            )?,
+        };
+        Ok(&mut self.stage_in.insert(area).host()?[..width * height])
     }
 
     /// Uploads the first `n` bytes of the pinned input area into [`Self::image`] without
     /// blocking (a DMA; the area waits for it before the host touches it again).
     fn upload_input(&mut self, n: usize, events: &mut Events) -> Result<(), OpenClError> {
-        if n == 0 {
-            return Err(OpenClError::Unsupported("empty frame".into()));
-        }
         let area = self.stage_in.as_mut().ok_or_else(|| {
             OpenClError::Unsupported(
                 "no frame in the pinned input area: write one through `input_buffer` first".into(),
@@ -226,22 +223,15 @@ impl FrameIo {
     }
 
     /// The frame's output from a readback of the result buffer (`stage`: the header and at
-    /// least the kept records).
+    /// least the kept records), without timings (a stream times its frames itself).
     pub(crate) fn output_from(
         &self,
         stage: &[u32],
         found: usize,
-        events: &[(&'static str, Event)],
-        wall_ms: f64,
     ) -> Result<DetectOutput, OpenClError> {
-        records_output(
-            stage,
-            found,
-            self.max_keypoints,
-            self.describe,
-            events,
-            wall_ms,
-        )
+        let mut out = DetectOutput::default();
+        records_into(stage, found, self.max_keypoints, self.describe, &mut out)?;
+        Ok(out)
     }
 
     /// The output of the frame whose records [`read_results`] staged.
@@ -266,47 +256,27 @@ impl FrameIo {
     ) -> Result<(), OpenClError> {
         let (max_keypoints, describe) = (self.max_keypoints, self.describe);
         let stage = self.stage_out.host()?;
-        records_into(stage, found, max_keypoints, describe, events, wall_ms, out)
+        records_into(stage, found, max_keypoints, describe, out)?;
+        out.timings = self.gpu.stage_timings(events)?;
+        out.wall_ms = wall_ms;
+        Ok(())
     }
 }
 
-/// A frame's output from a readback (`stage`: the header and at least the kept records): the
-/// first `min(found, max_keypoints)` records, with their descriptors when `describe`.
-fn records_output(
-    stage: &[u32],
-    found: usize,
-    max_keypoints: usize,
-    describe: bool,
-    events: &[(&'static str, Event)],
-    wall_ms: f64,
-) -> Result<DetectOutput, OpenClError> {
-    let mut out = DetectOutput::default();
-    records_into(
-        stage,
-        found,
-        max_keypoints,
-        describe,
-        events,
-        wall_ms,
-        &mut out,
-    )?;
-    Ok(out)
-}
-
-/// [`records_output`] into `out`: its keypoint and descriptor arrays are cleared and refilled,
-/// so a caller that hands back an earlier frame's arrays gets this frame's without allocating
-/// (and without touching fresh pages: at 4096 keypoints the descriptors are 1 MiB, and a fresh
-/// allocation of that size can come from pages the allocator returned to the system; 640x480
-/// frames of 1020 keypoints built their output in 29-33 us reused against 43-47 us fresh on the
-/// development machine). Every field of `out` is set on success; on error its contents are
-/// unspecified.
+/// A frame's output from a readback (`stage`: the header and at least the kept records), into
+/// `out`: the first `min(found, max_keypoints)` records, with their descriptors when `describe`.
+/// Its keypoint and descriptor arrays are cleared and refilled, so a caller that hands back an
+/// earlier frame's arrays gets this frame's without allocating (and without touching fresh
+/// pages: at 4096 keypoints the descriptors are 1 MiB, and a fresh allocation of that size can
+/// come from pages the allocator returned to the system; 640x480 frames of 1020 keypoints built
+/// their output in 29-33 us reused against 43-47 us fresh on the development machine). Every
+/// field of `out` is set on success (no timings, a wall time of 0: the caller's to add); on
+/// error its contents are unspecified.
 fn records_into(
     stage: &[u32],
     found: usize,
     max_keypoints: usize,
     describe: bool,
-    events: &[(&'static str, Event)],
-    wall_ms: f64,
     out: &mut DetectOutput,
 ) -> Result<(), OpenClError> {
     let kept = found.min(max_keypoints);
@@ -330,8 +300,8 @@ fn records_into(
     out.keypoints.extend(records().map(Record::keypoint));
     out.candidates = found;
     out.dropped = found - kept;
-    out.timings = stage_timings(events)?;
-    out.wall_ms = wall_ms;
+    out.timings.clear();
+    out.wall_ms = 0.0;
     Ok(())
 }
 

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ocl::builders::KernelBuilder;
 use ocl::enums::{
-    CommandQueueInfo, CommandQueueInfoResult, DeviceInfo as ClDeviceInfo, DeviceInfoResult,
-    EventInfo, EventInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult, ProfilingInfo,
+    DeviceInfo as ClDeviceInfo, DeviceInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult,
+    ProfilingInfo,
 };
 use ocl::flags::{CommandQueueProperties, DeviceFpConfig, MemFlags};
 use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
@@ -84,6 +84,15 @@ impl Gpu {
     /// Another in-order queue on this context and device, profiling as this one.
     pub(crate) fn new_queue(&self, what: &'static str) -> Result<Queue, OpenClError> {
         make_queue(&self.context, &self.selected, self.profiling, what)
+    }
+
+    /// The device time per stage of `events`, commands on this device's queues: empty when
+    /// they do not profile ([`set_profiling`]).
+    pub(crate) fn stage_timings(
+        &self,
+        events: &[(&'static str, Event)],
+    ) -> Result<Vec<StageTiming>, OpenClError> {
+        stage_timings(events, self.profiling)
     }
 
     /// The device, as "platform / device".
@@ -248,17 +257,6 @@ fn fp32_correctly_rounded(selected: &Selected) -> bool {
     )
 }
 
-/// Whether `event`'s command went to a profiling queue (false when that cannot be told).
-fn from_profiling_queue(event: &Event) -> bool {
-    let Ok(EventInfoResult::CommandQueue(queue)) = event.info(EventInfo::CommandQueue) else {
-        return false;
-    };
-    matches!(
-        ocl::core::get_command_queue_info(&queue, CommandQueueInfo::Properties),
-        Ok(CommandQueueInfoResult::Properties(p)) if p.contains(CommandQueueProperties::PROFILING_ENABLE)
-    )
-}
-
 /// The device time of a completed command, ms.
 pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
     // Profiling info exists only once the command is complete; a command on another queue
@@ -278,16 +276,13 @@ pub(crate) fn event_ms(event: &Event) -> Result<f64, OpenClError> {
 }
 
 /// Sums profiling times per stage, merging consecutive events of one stage; none when the
-/// events come from queues that do not profile ([`set_profiling`]: a frame's commands all go to
-/// the queues of one [`Gpu`], so the first event tells).
-pub(crate) fn stage_timings(
+/// events come from queues that do not profile (`profiling` false: [`Gpu::stage_timings`]).
+fn stage_timings(
     events: &[(&'static str, Event)],
+    profiling: bool,
 ) -> Result<Vec<StageTiming>, OpenClError> {
     let mut timings: Vec<StageTiming> = Vec::with_capacity(events.len());
-    if !events
-        .first()
-        .is_some_and(|(_, ev)| from_profiling_queue(ev))
-    {
+    if !profiling {
         return Ok(timings);
     }
     for (name, ev) in events {

@@ -19,7 +19,7 @@ use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
 use super::OpenClError;
 use super::enqueue::{launch, launch_on};
-use super::gpu::{Gpu, stage_timings};
+use super::gpu::Gpu;
 use super::inject::{self, FaultPoint};
 use crate::backend::StageTiming;
 
@@ -349,7 +349,7 @@ impl GpuMatcher {
                 .map_err(OpenClError::runtime("read back matches"))?;
             events.push(("readback", ev));
         }
-        timings.extend(stage_timings(&events)?);
+        timings.extend(self.gpu.stage_timings(&events)?);
         let split = |words: &[u32]| NearestNeighbours {
             best: words.chunks_exact(3).map(|c| c[0]).collect(),
             k1: words.chunks_exact(3).map(|c| c[1]).collect(),

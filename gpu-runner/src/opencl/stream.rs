@@ -45,7 +45,7 @@ use super::enqueue::Staging;
 use super::frame::{
     DetectOutput, Detector, DetectorConfig, Events, Launch, read_results, readback_hint,
 };
-use super::gpu::{Gpu, stage_timings};
+use super::gpu::Gpu;
 use super::matcher::GpuMatcher;
 use super::pipeline::PipelineConfig;
 use super::record::{Header, readback_words};
@@ -466,7 +466,7 @@ impl StreamPipeline {
         let kept = found.min(kernels.io().max_keypoints);
         if !overflow && kept <= st.guess && kernels.accept(header)? {
             kernels.io_mut().last_candidates = Some(found);
-            let out = kernels.io().output_from(stage, found, &[], 0.0)?;
+            let out = kernels.io().output_from(stage, found)?;
             return Ok((found, out));
         }
         // Slow path: everything queued behind this frame used the same result buffer.
@@ -510,7 +510,7 @@ impl StreamPipeline {
         let n = found.min(self.max_keypoints());
         self.last_kept = [self.last_kept[1], n];
         self.detector.kernels_mut().io_mut().last_size = (st.sub.width, st.sub.height);
-        let timings = stage_timings(&st.events)?;
+        let timings = self.detector.kernels().io().gpu.stage_timings(&st.events)?;
         let against = match self.previous {
             Some((set, count, index)) => {
                 let mut match_events = Vec::new();
