@@ -636,8 +636,16 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
     __local float sub[DESC_LEN];
     __local float sub_len[16];
     __local float inv_len;
+    // The sample Gaussian along one axis of a sub-region, on the sample grid (the CPU's
+    // SAMPLE_WEIGHT_1D): sample p of 0..9 is p - 5 spacings from the centre.
+    __local float sample_weight[9];
     uint n = kept_count(result, capacity, max_keypoints);
     uint lid = get_local_id(0), lsz = get_local_size(0);
+    for (uint p = lid; p < 9; p += lsz) {
+        int d = (int)p - 5;
+        sample_weight[p] = surf_exp(-(float)(d * d) / 12.5f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
     for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
         __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
         float scale = as_float(rec[KP_SCALE]);
@@ -652,23 +660,16 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         }
         int haar = 2 * (int)round(scale);
         float x = (float)xi, y = (float)yi;
-        float sigma1 = 2.5f * scale;
-        // The Gaussians' constant factors are left out: they cancel in the unit vector.
-        float inv_two_sigma1_sq = 1.0f / (2.0f * sigma1 * sigma1);
         for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
             int region = t / 81, idx = t - region * 81;
             int ib = region / 4, jb = region - ib * 4;
-            int i = -12 + 5 * ib, j = -12 + 5 * jb;
-            int k = i + idx / 9, l = j + idx % 9;
-            int ix = i + 5, jx = j + 5;
-            int xs = (int)round(x + (-(float)jx * scale * si + (float)ix * scale * co));
-            int ys = (int)round(y + ((float)jx * scale * co + (float)ix * scale * si));
+            int p = idx / 9, q = idx - p * 9;
+            int k = -12 + 5 * ib + p, l = -12 + 5 * jb + q;
             int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
             int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
-            float ddx = (float)(xs - sample_x), ddy = (float)(ys - sample_y);
-            // The separable weight e(|ddx|) e(|ddy|) of ARCHITECTURE.md (the CPU's table).
-            float g = surf_exp(-(ddx * ddx) * inv_two_sigma1_sq) *
-                      surf_exp(-(ddy * ddy) * inv_two_sigma1_sq);
+            // The weight of ARCHITECTURE.md: one product of the 1-D factors (the CPU's
+            // SAMPLE_WEIGHTS); the Gaussian's constant factor cancels in the unit vector.
+            float g = sample_weight[p] * sample_weight[q];
             // `haar` = 2 * round(scale) is even.
             float2 hv = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
             float vx = hv.x, vy = hv.y;

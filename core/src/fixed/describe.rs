@@ -5,8 +5,8 @@
 //! to, the `f32` path's (compared in the tests).
 
 use super::{
-    POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, exp_neg_q16, f32_from_fixed,
-    fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
+    POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, f32_from_fixed, fixed_from_f32,
+    isqrt_u128, round_fixed, sincos_q30,
 };
 use crate::describe::{DescribeError, describe_each, haar_pair};
 use crate::describe::{ORIENTATION_OFFSETS, ORIENTATION_SAMPLES};
@@ -142,7 +142,7 @@ fn mul_small(a: i64, b: i32) -> i64 {
 ///
 /// Arithmetic (chosen so that a Cortex-M0 mostly runs 32-bit single instructions): positions in
 /// Q16 `i32` (`|12 s cos| < 2^28` for scales below 1000), rotation by Q15 sines and cosines,
-/// Gaussian weights in Q16 from [`exp_neg_q16`], sums in `i64`.
+/// Gaussian weights in Q16 from a constant table (the `f32` path's sample weights), sums in `i64`.
 pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> DescriptorQ7 {
     let x = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
     let y = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
@@ -162,22 +162,6 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
     let sc = ((scale_q16 * co) >> TRIG_FRAC) as i32;
     let ss = ((scale_q16 * si) >> TRIG_FRAC) as i32;
     let haar_size = 2 * round_fixed(scale_q16, POS_FRAC) as i32;
-    // Gaussian of sigma 2.5 s: exp(-d^2 / (12.5 s^2)), argument in Q16 = (d^2 k) >> 16 with
-    // k = 2^32 / (12.5 s^2) (below 2^28 for s >= 1.2).
-    let denominator = (scale_q16 as u128 * scale_q16 as u128 * 25) >> 1; // 12.5 s^2 in Q32
-    let k = (u128::from(u64::MAX) / denominator.max(1)).min(u128::from(u32::MAX)) as u64;
-
-    // Centres of the sub-regions (xs, ys).
-    let mut centres = [[(0i32, 0i32); 4]; 4];
-    for (a, &i) in SUBREGION_START.iter().enumerate() {
-        for (b, &j) in SUBREGION_START.iter().enumerate() {
-            let (ix, jx) = (i + 5, j + 5);
-            centres[a][b] = (
-                offset_round(x, -jx * ss + ix * sc),
-                offset_round(y, jx * sc + ix * ss),
-            );
-        }
-    }
     // Per sub-region (dx, dy, |dx|, |dy|) in Q4 units of a Haar response.
     let mut sums = [[[0i64; 4]; 4]; 4];
     for kk in -12..12i32 {
@@ -193,11 +177,8 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
             let v = (mul_small(rx, co15) + mul_small(ry, si15)) >> 11;
             for a in a_range.clone() {
                 for b in b_range.clone() {
-                    let (xs, ys) = centres[a][b];
-                    let (dx, dy) = (xs - px, ys - py);
-                    let d2 = (dx * dx + dy * dy) as u32;
-                    let arg = (u64::from(d2) * k) >> 16;
-                    let g = exp_neg_q16(arg.min(u64::from(u32::MAX)) as u32) as i32;
+                    let (p, q) = (kk - SUBREGION_START[a], l - SUBREGION_START[b]);
+                    let g = SAMPLE_WEIGHTS_Q16[p as usize][q as usize];
                     let (gu, gv) = (mul_small(u, g) >> POS_FRAC, mul_small(v, g) >> POS_FRAC);
                     let acc = &mut sums[a][b];
                     acc[0] += gu;
@@ -235,6 +216,24 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
     }
     out
 }
+
+/// The `f32` path's sample weights ([`crate::describe::SAMPLE_WEIGHTS`]: the Gaussian of sigma
+/// 2.5 sample spacings around sample `(5, 5)` of a sub-region) in Q16,
+/// `round(exp(-((p - 5)^2 + (q - 5)^2) / 12.5) 2^16)`, evaluated by the compiler.
+const SAMPLE_WEIGHTS_Q16: [[i32; 9]; 9] = {
+    let mut table = [[0i32; 9]; 9];
+    let mut p = 0;
+    while p < 9 {
+        let mut q = 0;
+        while q < 9 {
+            let d2 = (p as i32 - 5) * (p as i32 - 5) + (q as i32 - 5) * (q as i32 - 5);
+            table[p][q] = (const_exp(-(d2 as f64) / 12.5) * 65536.0 + 0.5) as i32;
+            q += 1;
+        }
+        p += 1;
+    }
+    table
+};
 
 /// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k`.
 #[inline]
