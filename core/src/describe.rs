@@ -244,9 +244,10 @@ pub const ORIENTATION_OFFSETS: [(i8, i8); ORIENTATION_SAMPLES] = {
     offsets
 };
 
-/// [`ORIENTATION_OFFSETS`] with their weights from [`ORIENTATION_WEIGHTS`], evaluated by the
-/// compiler.
-const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
+/// [`ORIENTATION_OFFSETS`] `(i, j)` with their Gaussian weights
+/// `expf(-(i^2 + j^2) / 12.5) / (2 pi 6.25)` (the crate's `expf`), evaluated by the compiler;
+/// the OpenCL kernels get them as a table.
+pub const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
     let mut grid = [(0i8, 0i8, 0f32); ORIENTATION_SAMPLES];
     let mut n = 0;
     while n < ORIENTATION_SAMPLES {

@@ -31,7 +31,7 @@ use ocl::builders::KernelBuilder;
 use ocl::flags::MemFlags;
 use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
-use surfcl_core::describe::ORIENTATION_OFFSETS;
+use surfcl_core::describe::ORIENTATION_GRID;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
 use super::OpenClError;
@@ -98,13 +98,13 @@ impl Grids {
     }
 }
 
-/// The 109 orientation sample offsets `(i, j, 0, 0)` in OpenSURF's order (the core's list). The
-/// kernel computes each sample's Gaussian weight itself with the core's `expf`, so the weights
-/// are the CPU's bit for bit (`docs/ARCHITECTURE.md`, orientation).
+/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's
+/// Gaussian weights (its compile-time `expf`, the same bits as at run time:
+/// `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per sample.
 fn orientation_table() -> Vec<f32> {
-    ORIENTATION_OFFSETS
+    ORIENTATION_GRID
         .iter()
-        .flat_map(|&(i, j)| [f32::from(i), f32::from(j), 0.0, 0.0])
+        .flat_map(|&(i, j, weight)| [f32::from(i), f32::from(j), weight, 0.0])
         .collect()
 }
 
