@@ -70,12 +70,49 @@ pub enum Error {
     /// A command-line argument (or a combination of them) is invalid.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The backend's input area was used out of order ([`InputAreaError`]).
+    #[error("input area: {0}")]
+    InputArea(#[from] InputAreaError),
     /// A bug: an invariant of this crate did not hold (reported instead of panicking).
     #[error("internal error: {0}")]
     Internal(String),
     /// Serialising a report failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+/// Why [`Backend::detect_input_into`](crate::backend::Backend::detect_input_into) refused to
+/// detect: it only detects the one frame the last
+/// [`Backend::input_area`](crate::backend::Backend::input_area) call handed the area out for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InputAreaError {
+    /// The backend has no input area (`input_area` returns `None`): detect from the caller's
+    /// memory with `detect_into` instead.
+    #[error("this backend has no input area; detect from your own memory with detect_into")]
+    Unsupported,
+    /// `input_area` was not called since the last detection (each frame written there is
+    /// detected once; a second detection would see whatever the area holds), or a detection
+    /// from the caller's memory came in between and may have replaced the area.
+    #[error("no frame written: call input_area and write the frame before each detect_input_into")]
+    NotWritten,
+    /// The frame size differs from the one the area was handed out for.
+    #[error(
+        "the area was handed out for a {written_width}x{written_height} frame, not {width}x{height}"
+    )]
+    SizeMismatch {
+        /// Width given to `input_area`.
+        written_width: usize,
+        /// Height given to `input_area`.
+        written_height: usize,
+        /// Width given to `detect_input_into`.
+        width: usize,
+        /// Height given to `detect_input_into`.
+        height: usize,
+    },
+    /// The detection parameters differ from the ones the area was handed out for in a way that
+    /// needs another detector (whose area does not hold the frame).
+    #[error("the area was handed out for other detector parameters")]
+    ParamsChanged,
 }
 
 impl Error {

@@ -280,7 +280,9 @@ pub fn wrap_from_env(backend: Box<dyn Backend>) -> Result<Box<dyn Backend>, Erro
 }
 
 // `Box<dyn Backend>` is itself a backend, so `wrap_from_env` can wrap whatever `open_backend`
-// returned.
+// returned. Every method is forwarded, the defaulted ones too: method calls on a
+// `Box<dyn Backend>` resolve to this impl, and a default here would hide the boxed backend's own
+// version (its in-place `detect_into`, its input area).
 impl Backend for Box<dyn Backend> {
     fn name(&self) -> &'static str {
         (**self).name()
@@ -290,6 +292,31 @@ impl Backend for Box<dyn Backend> {
     }
     fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
         (**self).detect(image, params)
+    }
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_into(image, params, out)
+    }
+    fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+    ) -> Result<Option<&mut [u8]>, Error> {
+        (**self).input_area(width, height, params)
+    }
+    fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_input_into(width, height, params, out)
     }
     fn match_features(
         &mut self,

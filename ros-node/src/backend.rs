@@ -86,6 +86,32 @@ impl BackendProcessor {
     pub fn new(backend: Box<dyn Backend>) -> Self {
         Self { backend }
     }
+
+    /// Runs `detect` on the backend with `params` mapped to [`DetectParams`], lending it
+    /// `out`'s arrays and taking them back, also on failure.
+    fn detect_with(
+        &mut self,
+        params: &NodeParams,
+        out: &mut Detection,
+        detect: impl FnOnce(
+            &mut dyn Backend,
+            &DetectParams,
+            &mut Features,
+        ) -> Result<(), surfcl_gpu::Error>,
+    ) -> Result<(), ProcessorError> {
+        let dp = detect_params(params)?;
+        let mut f = take_features(out);
+        let result = detect(self.backend.as_mut(), &dp, &mut f);
+        let timings = std::mem::take(&mut f.timings);
+        let (width, height, dropped) = (f.width, f.height, f.dropped);
+        give_back(f, out);
+        result.map_err(frame)?;
+        out.width = width;
+        out.height = height;
+        out.dropped = dropped;
+        out.timings = timings.into_iter().map(|t| (t.name, t.ms)).collect();
+        Ok(())
+    }
 }
 
 /// Moves the arrays of `d` into a [`Features`] (no copy); [`give_back`] returns them.
@@ -128,18 +154,33 @@ impl Processor for BackendProcessor {
         params: &NodeParams,
         out: &mut Detection,
     ) -> Result<(), ProcessorError> {
+        self.detect_with(params, out, |backend, dp, f| {
+            backend.detect_into(image, dp, f)
+        })
+    }
+
+    /// The backend's input area ([`Backend::input_area`]; the OpenCL backend's pinned memory).
+    fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+    ) -> Result<Option<&mut [u8]>, ProcessorError> {
         let dp = detect_params(params)?;
-        let mut f = take_features(out);
-        let result = self.backend.detect_into(image, &dp, &mut f);
-        let timings = std::mem::take(&mut f.timings);
-        let (width, height, dropped) = (f.width, f.height, f.dropped);
-        give_back(f, out);
-        result.map_err(frame)?;
-        out.width = width;
-        out.height = height;
-        out.dropped = dropped;
-        out.timings = timings.into_iter().map(|t| (t.name, t.ms)).collect();
-        Ok(())
+        self.backend.input_area(width, height, &dp).map_err(frame)
+    }
+
+    /// [`Backend::detect_input_into`], lending `out`'s arrays as `detect_into` does.
+    fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        self.detect_with(params, out, |backend, dp, f| {
+            backend.detect_input_into(width, height, dp, f)
+        })
     }
 
     fn match_frames(

@@ -147,18 +147,98 @@ pub fn validate(msg: &Image) -> Result<Layout, ImageMsgError> {
 
 pub use surfcl_core::image::luminance;
 
+/// Why [`to_gray_into`] wrote nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GrayIntoError {
+    /// The destination is not exactly one gray frame, `width * height` bytes.
+    #[error("a {width}x{height} gray frame is {expected} bytes, the destination has {actual}")]
+    Destination {
+        /// Frame width.
+        width: usize,
+        /// Frame height.
+        height: usize,
+        /// `width * height`.
+        expected: usize,
+        /// The destination's length.
+        actual: usize,
+    },
+    /// The layout does not fit `data` (it is not the one [`validate`] returned for this data):
+    /// an empty frame, rows (`step`) shorter than a row of pixels, or data that ends before
+    /// the last row's pixels do.
+    #[error("a {width}x{height} layout with step {step} does not fit {actual} bytes of data")]
+    Layout {
+        /// Frame width.
+        width: usize,
+        /// Frame height.
+        height: usize,
+        /// Bytes per row.
+        step: usize,
+        /// `data.len()`.
+        actual: usize,
+    },
+}
+
 /// Writes the grayscale version of `data` (laid out as `layout`, as returned by [`validate`] for
 /// the same message) into `out`, resized to `width * height`. `out` is reused between frames so
 /// that steady-state processing does not allocate.
 pub fn to_gray(data: &[u8], layout: &Layout, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(layout.width * layout.height, 0);
+    convert_frame(data, layout, out);
+}
+
+/// Writes the grayscale version of `data` (laid out as `layout`, as returned by [`validate`] for
+/// the same message) into `out`, which must be exactly `width * height` bytes: memory the caller
+/// does not own as a `Vec`, such as a backend's input area (the node converts straight into the
+/// OpenCL detector's pinned memory). The pixels are those [`to_gray`] writes.
+///
+/// Every byte of `out` is written, or none: the sizes are checked first, so a frame never
+/// leaves an earlier frame's pixels behind.
+pub fn to_gray_into(data: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), GrayIntoError> {
     let Layout {
         encoding,
         width,
         height,
         step,
     } = *layout;
-    out.clear();
-    out.resize(width * height, 0);
+    // No overflow for a layout from `validate` (sizes within the core's limits); saturating for
+    // any other.
+    let expected = width.saturating_mul(height);
+    if out.len() != expected {
+        return Err(GrayIntoError::Destination {
+            width,
+            height,
+            expected,
+            actual: out.len(),
+        });
+    }
+    // The conversion stops where the data or a row runs out: checked here, so that it writes
+    // every byte of `out` (and never sees a zero width or step, which it cannot split by).
+    let row_bytes = width.saturating_mul(encoding.bytes_per_pixel());
+    let data_end = step
+        .saturating_mul(height.saturating_sub(1))
+        .saturating_add(row_bytes);
+    if expected == 0 || step < row_bytes || data.len() < data_end {
+        return Err(GrayIntoError::Layout {
+            width,
+            height,
+            step,
+            actual: data.len(),
+        });
+    }
+    convert_frame(data, layout, out);
+    Ok(())
+}
+
+/// The conversion of [`to_gray`] and [`to_gray_into`]: `data` (laid out as `layout`) into `out`
+/// (`width * height` bytes), row by row until either runs out.
+fn convert_frame(data: &[u8], layout: &Layout, out: &mut [u8]) {
+    let Layout {
+        encoding,
+        width,
+        height,
+        step,
+    } = *layout;
     // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB).
     let threads = if width * height >= PARALLEL_PIXELS {
         std::thread::available_parallelism()
@@ -303,6 +383,84 @@ mod tests {
             }
         }
         assert!(w * h >= PARALLEL_PIXELS);
+    }
+
+    #[test]
+    fn conversion_into_a_slice_equals_to_gray() {
+        // Every encoding, packed and padded rows, a small frame and one converted in bands;
+        // the destination starts as garbage, so a byte left unwritten shows.
+        for (w, h) in [(7usize, 5usize), (1931, 1097)] {
+            for (enc, bpp) in [
+                ("mono8", 1usize),
+                ("rgb8", 3),
+                ("bgr8", 3),
+                ("rgba8", 4),
+                ("bgra8", 4),
+            ] {
+                for pad in [0usize, 3] {
+                    let step = w * bpp + pad;
+                    let m = Image {
+                        width: w as u32,
+                        height: h as u32,
+                        encoding: enc.into(),
+                        step: step as u32,
+                        data: (0..step * h).map(|i| (i * 13 % 253) as u8).collect(),
+                        ..Default::default()
+                    };
+                    let layout = validate(&m).unwrap();
+                    let mut want = Vec::new();
+                    to_gray(&m.data, &layout, &mut want);
+                    let mut got = vec![0xa5; w * h];
+                    to_gray_into(&m.data, &layout, &mut got).unwrap();
+                    assert!(got == want, "{enc} {w}x{h}, {pad} bytes of padding");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conversion_into_a_slice_refuses_other_sizes_and_writes_nothing() {
+        let m = msg(5, 3, "rgb8", 17, 51);
+        let layout = validate(&m).unwrap();
+        for len in [0, 14, 16] {
+            let mut out = vec![1; len];
+            assert_eq!(
+                to_gray_into(&m.data, &layout, &mut out),
+                Err(GrayIntoError::Destination {
+                    width: 5,
+                    height: 3,
+                    expected: 15,
+                    actual: len
+                })
+            );
+            assert!(out.iter().all(|&b| b == 1), "{len}");
+        }
+        // Layouts that do not fit the data: short data, rows shorter than a row of pixels, an
+        // empty frame, a zero step. None panics, none writes.
+        let mut out = vec![1; 15];
+        let bad = [
+            (&m.data[..48], layout),
+            (&m.data[..], Layout { step: 14, ..layout }),
+            (&m.data[..], Layout { step: 0, ..layout }),
+        ];
+        for (data, layout) in bad {
+            assert!(
+                matches!(
+                    to_gray_into(data, &layout, &mut out),
+                    Err(GrayIntoError::Layout { .. })
+                ),
+                "{layout:?}"
+            );
+            assert!(out.iter().all(|&b| b == 1), "{layout:?}");
+        }
+        let empty = Layout {
+            width: 0,
+            step: 0,
+            ..layout
+        };
+        assert!(to_gray_into(&m.data, &empty, &mut []).is_err());
+        // The last row needs no padding after it (the data may end with the pixels).
+        assert!(to_gray_into(&m.data[..49], &layout, &mut out).is_ok());
     }
 
     #[test]

@@ -78,6 +78,37 @@ pub trait Processor: Send {
         *out = self.detect(image, params)?;
         Ok(())
     }
+    /// The backend's own memory for one `width x height` gray frame (exactly `width * height`
+    /// bytes, row-major, no padding), for the node to convert a received image straight into:
+    /// the OpenCL backend's pinned input area, from which the frame uploads by DMA instead of
+    /// through the driver's copy of the node's memory. `None` when there is none (the default):
+    /// the node then converts into memory of its own and calls [`Processor::detect_into`].
+    fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+    ) -> Result<Option<&mut [u8]>, ProcessorError> {
+        let _ = (width, height, params);
+        Ok(None)
+    }
+    /// [`Processor::detect_into`] of the frame written into the area the last
+    /// [`Processor::input_area`] call handed out, with the same size and `params`. Each
+    /// written frame is detected once; anything else (no area handed out, another size, a
+    /// second call, a processor without an area: the default) is an error, never a detection
+    /// of stale pixels.
+    fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        let _ = (width, height, params, out);
+        Err(ProcessorError::Frame(
+            "this processor has no input area; detect with detect_into".into(),
+        ))
+    }
     /// Matches `query` (current frame) against `train` (previous frame).
     ///
     /// Both are `&mut` so that an implementation can hand their arrays to a backend without

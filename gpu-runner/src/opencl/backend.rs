@@ -11,20 +11,33 @@ use super::frame::{DetectOutput, Detector, DetectorConfig};
 use super::gpu::Gpu;
 use super::matcher::{GpuMatcher, MatchTimings};
 use crate::backend::{Backend, DescriptorKind, DetectParams, Features};
-use crate::error::Error;
+use crate::error::{Error, InputAreaError};
 
 /// The OpenCL backend: one device, one context and queue, at most one [`Detector`] per kind
 /// (SURF, Harris; each made on first use, rebuilt only when a frame is larger than it was made
 /// for or the parameters change), and a [`GpuMatcher`].
 ///
 /// Harris corners get upright SURF-64 descriptors at the configured fixed scale, as on the CPU
-/// backend.
+/// backend. [`Backend::input_area`] hands out the detector's pinned input area
+/// ([`Detector::input_buffer`]).
 #[derive(Debug)]
 pub struct OpenClBackend {
     gpu: Gpu,
     detectors: Vec<Detector>,
     matcher: Option<GpuMatcher>,
     local_size: Option<usize>,
+    /// The frame the pinned input area was last handed out for, until it is detected: without
+    /// it `detect_input_into` could not tell a written frame from the last one's pixels.
+    handed_out: Option<HandedOut>,
+}
+
+/// What [`Backend::input_area`] handed the area out for.
+#[derive(Debug, Clone, Copy)]
+struct HandedOut {
+    width: usize,
+    height: usize,
+    /// The detector whose area it is (its configuration, for any frame size).
+    detector: DetectorConfig,
 }
 
 impl OpenClBackend {
@@ -35,6 +48,7 @@ impl OpenClBackend {
             detectors: Vec::new(),
             matcher: None,
             local_size: None,
+            handed_out: None,
         })
     }
 
@@ -43,6 +57,7 @@ impl OpenClBackend {
     pub fn with_local_size(mut self, local_size: usize) -> Self {
         self.local_size = Some(local_size);
         self.detectors.clear();
+        self.handed_out = None;
         self
     }
 
@@ -51,17 +66,34 @@ impl OpenClBackend {
         self.detectors.iter().map(Detector::device_bytes).sum()
     }
 
-    /// The detector for a `width x height` frame with `params`, made or remade when needed: a
-    /// remade detector of the same configuration grows to cover both the old and the new frame
-    /// size, so alternating sizes do not rebuild every frame.
+    /// The configuration of the detector for a `width x height` frame with `params`.
+    fn wanted(&self, width: usize, height: usize, params: &DetectParams) -> DetectorConfig {
+        DetectorConfig::for_params(params, width, height).with_local_size(self.local_size)
+    }
+
+    /// The detector for a `width x height` frame with `params` (see [`Self::detector_index`]).
     fn detector_for(
         &mut self,
         width: usize,
         height: usize,
         params: &DetectParams,
     ) -> Result<&mut Detector, OpenClError> {
-        let wanted =
-            DetectorConfig::for_params(params, width, height).with_local_size(self.local_size);
+        let i = self.detector_index(width, height, params)?;
+        self.detectors
+            .get_mut(i)
+            .ok_or_else(|| OpenClError::Unsupported("detector missing".into()))
+    }
+
+    /// Where in `detectors` the detector for a `width x height` frame with `params` is, made
+    /// or remade when needed: a remade detector of the same configuration grows to cover both
+    /// the old and the new frame size, so alternating sizes do not rebuild every frame.
+    fn detector_index(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+    ) -> Result<usize, OpenClError> {
+        let wanted = self.wanted(width, height, params);
         let mut size = (width, height);
         if let Some(i) = self
             .detectors
@@ -72,7 +104,7 @@ impl OpenClBackend {
             let (max_w, max_h) = current.max_size();
             if current.same_detector(&wanted) {
                 if max_w >= width && max_h >= height {
-                    return Ok(&mut self.detectors[i]);
+                    return Ok(i);
                 }
                 size = (width.max(max_w), height.max(max_h));
             }
@@ -85,9 +117,36 @@ impl OpenClBackend {
         let config = wanted.with_max_size(size.0, size.1);
         self.detectors
             .push(Detector::new(self.gpu.clone(), config)?);
-        self.detectors
-            .last_mut()
-            .ok_or_else(|| OpenClError::Unsupported("detector missing".into()))
+        Ok(self.detectors.len() - 1)
+    }
+
+    /// Runs `detect` on the detector for a `width x height` frame with `params`, into `out`'s
+    /// arrays (lent to the detector and given back, also on failure: their memory is what the
+    /// caller reuses).
+    fn detect_frame_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+        detect: impl FnOnce(&mut Detector, &mut DetectOutput) -> Result<(), OpenClError>,
+    ) -> Result<(), Error> {
+        let mut frame = DetectOutput {
+            keypoints: std::mem::take(&mut out.keypoints),
+            descriptors: std::mem::take(&mut out.descriptors),
+            ..DetectOutput::default()
+        };
+        let result = self
+            .detector_for(width, height, params)
+            .and_then(|detector| detect(detector, &mut frame));
+        out.keypoints = frame.keypoints;
+        out.descriptors = frame.descriptors;
+        result?;
+        out.width = width;
+        out.height = height;
+        out.dropped = frame.dropped;
+        out.timings = frame.timings;
+        Ok(())
     }
 }
 
@@ -116,23 +175,76 @@ impl Backend for OpenClBackend {
         out: &mut Features,
     ) -> Result<(), Error> {
         params.validate()?;
-        let mut frame = DetectOutput {
-            keypoints: std::mem::take(&mut out.keypoints),
-            descriptors: std::mem::take(&mut out.descriptors),
-            ..DetectOutput::default()
-        };
-        let result = self
-            .detector_for(image.width(), image.height(), params)
-            .and_then(|detector| detector.detect_into(image, &mut frame));
-        // The arrays go back to the caller even on failure (their memory is what it reuses).
-        out.keypoints = frame.keypoints;
-        out.descriptors = frame.descriptors;
-        result?;
-        out.width = image.width();
-        out.height = image.height();
-        out.dropped = frame.dropped;
-        out.timings = frame.timings;
-        Ok(())
+        // This frame may remake the detector (a larger size, other parameters), and with it
+        // the input area: a frame handed out before cannot be detected after it.
+        self.handed_out = None;
+        self.detect_frame_into(
+            image.width(),
+            image.height(),
+            params,
+            out,
+            |detector, frame| detector.detect_into(image, frame),
+        )
+    }
+
+    /// The pinned input area of the detector for `params`, made (or remade larger) for the
+    /// frame size first.
+    fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+    ) -> Result<Option<&mut [u8]>, Error> {
+        params.validate()?;
+        // Whatever was handed out before is abandoned, also when this call fails.
+        self.handed_out = None;
+        let detector = self.wanted(width, height, params);
+        let i = self.detector_index(width, height, params)?;
+        let area = self
+            .detectors
+            .get_mut(i)
+            .ok_or_else(|| OpenClError::Unsupported("detector missing".into()))?
+            .input_buffer(width, height)?;
+        self.handed_out = Some(HandedOut {
+            width,
+            height,
+            detector,
+        });
+        Ok(Some(area))
+    }
+
+    /// Uploads the handed-out frame from the pinned area by DMA ([`Detector::detect_input_into`]),
+    /// refilling `out`'s arrays in place as [`Backend::detect_into`] does.
+    fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        // Taken whatever happens next: a frame is detected (or fails) once.
+        let handed_out = self.handed_out.take().ok_or(InputAreaError::NotWritten)?;
+        if (handed_out.width, handed_out.height) != (width, height) {
+            return Err(InputAreaError::SizeMismatch {
+                written_width: handed_out.width,
+                written_height: handed_out.height,
+                width,
+                height,
+            }
+            .into());
+        }
+        params.validate()?;
+        if !handed_out
+            .detector
+            .same_detector(&self.wanted(width, height, params))
+        {
+            return Err(InputAreaError::ParamsChanged.into());
+        }
+        // The same detector as `input_area` found: it covers this size, and nothing has
+        // remade it since (every other detection clears `handed_out`).
+        self.detect_frame_into(width, height, params, out, |detector, frame| {
+            detector.detect_input_into(width, height, frame)
+        })
     }
 
     fn match_features(
@@ -183,6 +295,7 @@ mod tests {
     use surfcl_core::Keypoint;
 
     use super::*;
+    use crate::backend::DetectorKind;
     use crate::io::load_gray;
 
     /// A `w x h` crop of boat image 1 at (`x0`, `y0`).
@@ -270,5 +383,182 @@ mod tests {
                 assert_eq!(readbacks, 1, "frame {i} read back {readbacks} times");
             }
         }
+    }
+
+    /// Writes `pixels` into the backend's input area for a `w x h` frame and detects it into
+    /// `out`.
+    fn detect_written(
+        backend: &mut dyn Backend,
+        pixels: &[u8],
+        (w, h): (usize, usize),
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        let area = backend
+            .input_area(w, h, params)?
+            .expect("the OpenCL backend has an input area");
+        assert_eq!(area.len(), w * h, "the area is exactly one frame");
+        area.copy_from_slice(pixels);
+        backend.detect_input_into(w, h, params, out)
+    }
+
+    #[test]
+    fn frames_written_into_the_input_area_detect_as_detect_into() {
+        // Two sizes, the second larger (the detector is remade, and its input area with it),
+        // then the first again; two pictures of the first size.
+        let small = (240, 180);
+        let large = (320, 240);
+        let busy = boat_crop(300, 250, small.0, small.1);
+        let mut plain = busy.clone();
+        for row in plain.chunks_mut(small.0) {
+            row[..small.0 / 2].fill(128);
+        }
+        let wide = boat_crop(100, 100, large.0, large.1);
+        let frames = [
+            (&busy, small),
+            (&plain, small),
+            (&wide, large),
+            (&busy, small),
+            (&plain, small),
+        ];
+        for detector in [DetectorKind::Surf, DetectorKind::Harris] {
+            let params = DetectParams {
+                detector,
+                max_keypoints: 1500,
+                ..DetectParams::default()
+            };
+            let mut reference = backend();
+            let mut pinned = backend();
+            let mut out = Features::default();
+            let mut capacity = 0;
+            for (i, (pixels, (w, h))) in frames.iter().enumerate() {
+                let image = GrayImage::new(pixels, *w, *h).unwrap();
+                let want = reference.detect(&image, &params).unwrap();
+                detect_written(&mut pinned, pixels, (*w, *h), &params, &mut out).unwrap();
+                let what = format!("{detector:?} frame {i}");
+                assert!(!want.keypoints.is_empty(), "{what}");
+                assert_eq!(
+                    (out.width, out.height, out.dropped),
+                    (want.width, want.height, want.dropped),
+                    "{what}"
+                );
+                assert_eq!(out.keypoints, want.keypoints, "{what}");
+                assert_eq!(out.descriptors, want.descriptors, "{what}");
+                assert!(out.timings.iter().all(|t| t.ms >= 0.0), "{what}");
+                if i == 0 {
+                    capacity = out.descriptors.capacity();
+                } else if out.descriptors.len() <= capacity {
+                    // Refilled in place, as detect_into does.
+                    assert_eq!(out.descriptors.capacity(), capacity, "{what}");
+                } else {
+                    capacity = out.descriptors.capacity();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_input_area_detects_each_written_frame_once_and_refuses_misuse() {
+        let (w, h) = (160, 120);
+        let pixels = boat_crop(300, 250, w, h);
+        let params = DetectParams::default();
+        let harris = DetectParams {
+            detector: DetectorKind::Harris,
+            ..params
+        };
+        let want = backend()
+            .detect(&GrayImage::new(&pixels, w, h).unwrap(), &params)
+            .unwrap();
+        let mut backend = backend();
+        let mut out = Features::default();
+        let refusal = |result: Result<(), Error>| match result {
+            Err(Error::InputArea(e)) => e,
+            other => panic!("expected an input area error, got {other:?}"),
+        };
+
+        // Nothing written yet.
+        assert_eq!(
+            refusal(backend.detect_input_into(w, h, &params, &mut out)),
+            InputAreaError::NotWritten
+        );
+        // One written frame, one detection.
+        detect_written(&mut backend, &pixels, (w, h), &params, &mut out).unwrap();
+        assert_eq!(out.keypoints, want.keypoints);
+        assert_eq!(
+            refusal(backend.detect_input_into(w, h, &params, &mut out)),
+            InputAreaError::NotWritten
+        );
+        // Another size than the one handed out; the frame is then gone.
+        backend.input_area(w, h, &params).unwrap();
+        assert_eq!(
+            refusal(backend.detect_input_into(w - 1, h, &params, &mut out)),
+            InputAreaError::SizeMismatch {
+                written_width: w,
+                written_height: h,
+                width: w - 1,
+                height: h
+            }
+        );
+        assert_eq!(
+            refusal(backend.detect_input_into(w, h, &params, &mut out)),
+            InputAreaError::NotWritten
+        );
+        // Another detector than the one whose area was handed out.
+        backend.input_area(w, h, &params).unwrap();
+        assert_eq!(
+            refusal(backend.detect_input_into(w, h, &harris, &mut out)),
+            InputAreaError::ParamsChanged
+        );
+        // A detection from the caller's memory in between (it may remake the detector).
+        backend.input_area(w, h, &params).unwrap();
+        let larger = boat_crop(0, 0, 2 * w, 2 * h);
+        backend
+            .detect_into(
+                &GrayImage::new(&larger, 2 * w, 2 * h).unwrap(),
+                &params,
+                &mut out,
+            )
+            .unwrap();
+        assert_eq!(
+            refusal(backend.detect_input_into(w, h, &params, &mut out)),
+            InputAreaError::NotWritten
+        );
+        // Sizes outside the core's limits and invalid parameters: errors, nothing handed out.
+        for (bad_w, bad_h) in [(0, h), (w, 0), (1 << 20, 1 << 20)] {
+            assert!(
+                backend.input_area(bad_w, bad_h, &params).is_err(),
+                "{bad_w}x{bad_h}"
+            );
+        }
+        let invalid = DetectParams {
+            max_keypoints: 0,
+            ..params
+        };
+        assert!(backend.input_area(w, h, &invalid).is_err());
+        backend.input_area(w, h, &params).unwrap();
+        assert!(backend.detect_input_into(w, h, &invalid, &mut out).is_err());
+        // None of that broke the backend.
+        detect_written(&mut backend, &pixels, (w, h), &params, &mut out).unwrap();
+        assert_eq!(out.keypoints, want.keypoints);
+        assert_eq!(out.descriptors, want.descriptors);
+    }
+
+    #[test]
+    fn a_boxed_backend_forwards_its_input_area_and_the_cpu_backend_has_none() {
+        let (w, h) = (160, 120);
+        let pixels = boat_crop(300, 250, w, h);
+        let params = DetectParams::default();
+        // Method calls on a `Box<dyn Backend>` go through its own `Backend` impl.
+        let mut boxed: Box<dyn Backend> = Box::new(backend());
+        let mut out = Features::default();
+        detect_written(&mut boxed, &pixels, (w, h), &params, &mut out).unwrap();
+        assert!(!out.keypoints.is_empty());
+
+        let mut cpu: Box<dyn Backend> = Box::new(crate::cpu::CpuBackend::new());
+        assert!(cpu.input_area(w, h, &params).unwrap().is_none());
+        assert!(matches!(
+            cpu.detect_input_into(w, h, &params, &mut out),
+            Err(Error::InputArea(InputAreaError::Unsupported))
+        ));
     }
 }

@@ -597,16 +597,24 @@ impl Detector {
         width: usize,
         height: usize,
     ) -> Result<DetectOutput, OpenClError> {
-        check_frame(width, height)?;
         let mut out = DetectOutput::default();
-        run_frame_with(
-            self.kernels.as_mut(),
-            width,
-            height,
-            &mut out,
-            |io, events| io.upload_input(width * height, events),
-        )?;
+        self.detect_input_into(width, height, &mut out)?;
         Ok(out)
+    }
+
+    /// [`Self::detect_input`] into `out`, reusing the memory of its keypoint and descriptor
+    /// arrays as [`Self::detect_into`] does. Every field of `out` is replaced on success; on
+    /// error its contents are unspecified.
+    pub fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        out: &mut DetectOutput,
+    ) -> Result<(), OpenClError> {
+        check_frame(width, height)?;
+        run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
+            io.upload_input(width * height, events)
+        })
     }
 
     /// Blocking readbacks of results this detector has made (a frame normally takes one; a
