@@ -157,7 +157,7 @@ pub fn detect_with<A: Arithmetic, S: KeypointSink>(
 }
 
 /// NMS over one octave's maps (4 words per sample, grid-major), then the decision on every
-/// strict maximum at or above the threshold.
+/// strict maximum at or above the threshold: intervals 1 then 2, each over all its rows.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
     ii: &IntegralImage,
@@ -169,62 +169,94 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
     sink: &mut S,
     stats: &mut DetectStats,
 ) {
+    for interval in 1..=2 {
+        scan_interval_rows::<A, S>(
+            ii,
+            config,
+            octave,
+            maps,
+            gw,
+            gh,
+            interval,
+            0..gh,
+            sink,
+            stats,
+        );
+    }
+}
+
+/// [`scan_maps`] of one interval (1 or 2), over the grid rows of `rows` that are inside its
+/// border, in row order: [`scan_maps`] is intervals 1 and 2 over `0..gh`, so scanning bands of
+/// rows separately and offering each band's keypoints in band order offers the same keypoints
+/// in the same order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    maps: &[u32],
+    gw: usize,
+    gh: usize,
+    interval: usize,
+    rows: core::ops::Range<usize>,
+    sink: &mut S,
+    stats: &mut DetectStats,
+) {
     let at = |sx: usize, sy: usize, i: usize| A::value(maps[(sy * gw + sx) * 4 + i]);
     let threshold = A::threshold(config);
-    for interval in 1..=2usize {
-        let border = nms_border(config, octave, interval as u32) as usize;
-        let columns = border + 1..gw.saturating_sub(border);
-        for sy in border + 1..gh.saturating_sub(border) {
-            let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
-            let lane = |sx: usize| A::value(samples[sx * 4 + interval]);
-            // The full test's rejection, `n >= v` (false for NaN), kept in that form.
-            let rejects = |n: A::Value, v: A::Value| n >= v;
-            // Most samples are below the threshold or below a neighbour in their row, and
-            // which ones is unpredictable: those two tests are made for 64 samples at a time
-            // without branches, into a mask whose set bits are then visited. The two
-            // neighbours are two of the 26 of the full test below, tested in the same form
-            // (`n >= v` rejects, so a NaN neighbour does not), so the maxima are the same.
-            for first in columns.clone().step_by(64) {
-                let end = (first + 64).min(columns.end);
-                let (mut above, mut mask) = (0u64, 0u64);
-                for (bit, sx) in (first..end).enumerate() {
-                    let v = lane(sx);
-                    let reaches = A::reaches(v, threshold);
-                    let keep = reaches & !rejects(lane(sx - 1), v) & !rejects(lane(sx + 1), v);
-                    above |= u64::from(reaches) << bit;
-                    mask |= u64::from(keep) << bit;
-                }
-                // `candidates` counts every sample at or above the threshold, as before.
-                stats.candidates += above.count_ones() as usize;
-                while mask != 0 {
-                    let sx = first + mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    let v = at(sx, sy, interval);
-                    let mut cube = [[[A::Value::default(); 3]; 3]; 3];
-                    let mut is_max = true;
-                    'outer: for (ds, plane) in cube.iter_mut().enumerate() {
-                        for (dy, row) in plane.iter_mut().enumerate() {
-                            for (dx, value) in row.iter_mut().enumerate() {
-                                let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
-                                if n >= v && (ds, dy, dx) != (1, 1, 1) {
-                                    is_max = false;
-                                    break 'outer;
-                                }
-                                *value = n;
+    let border = nms_border(config, octave, interval as u32) as usize;
+    let columns = border + 1..gw.saturating_sub(border);
+    let interior = (border + 1).max(rows.start)..gh.saturating_sub(border).min(rows.end);
+    for sy in interior {
+        let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
+        let lane = |sx: usize| A::value(samples[sx * 4 + interval]);
+        // The full test's rejection, `n >= v` (false for NaN), kept in that form.
+        let rejects = |n: A::Value, v: A::Value| n >= v;
+        // Most samples are below the threshold or below a neighbour in their row, and
+        // which ones is unpredictable: those two tests are made for 64 samples at a time
+        // without branches, into a mask whose set bits are then visited. The two
+        // neighbours are two of the 26 of the full test below, tested in the same form
+        // (`n >= v` rejects, so a NaN neighbour does not), so the maxima are the same.
+        for first in columns.clone().step_by(64) {
+            let end = (first + 64).min(columns.end);
+            let (mut above, mut mask) = (0u64, 0u64);
+            for (bit, sx) in (first..end).enumerate() {
+                let v = lane(sx);
+                let reaches = A::reaches(v, threshold);
+                let keep = reaches & !rejects(lane(sx - 1), v) & !rejects(lane(sx + 1), v);
+                above |= u64::from(reaches) << bit;
+                mask |= u64::from(keep) << bit;
+            }
+            // `candidates` counts every sample at or above the threshold, as before.
+            stats.candidates += above.count_ones() as usize;
+            while mask != 0 {
+                let sx = first + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let v = at(sx, sy, interval);
+                let mut cube = [[[A::Value::default(); 3]; 3]; 3];
+                let mut is_max = true;
+                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
+                    for (dy, row) in plane.iter_mut().enumerate() {
+                        for (dx, value) in row.iter_mut().enumerate() {
+                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
+                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
+                                is_max = false;
+                                break 'outer;
                             }
+                            *value = n;
                         }
                     }
-                    if !is_max {
-                        continue;
-                    }
-                    let site = SampleSite {
-                        octave: octave as u8,
-                        interval: interval as u8,
-                        sx: sx as u32,
-                        sy: sy as u32,
-                    };
-                    record(A::decide(ii, config, threshold, site, &cube), sink, stats);
                 }
+                if !is_max {
+                    continue;
+                }
+                let site = SampleSite {
+                    octave: octave as u8,
+                    interval: interval as u8,
+                    sx: sx as u32,
+                    sy: sy as u32,
+                };
+                record(A::decide(ii, config, threshold, site, &cube), sink, stats);
             }
         }
     }

@@ -6,7 +6,7 @@
 //! [`refine_exact`] first recomputes that neighbourhood from the integral image (what the packed
 //! mode does for each 8-bit candidate, and what a GPU path can call on the candidates it read back).
 
-use super::arith::{Float, scan_maps};
+use super::arith::{Float, scan_interval_rows};
 use super::packed::{PackedCodeTable, PackedResponses};
 use super::response::{BoxSums, Filter, PortableBoxSums, fill_f32_bits, fill_packed};
 use super::{
@@ -65,6 +65,18 @@ pub struct DetectStats {
     pub kept: usize,
     /// Keypoints the sink dropped because it was full (the weakest ones).
     pub dropped: usize,
+}
+
+impl DetectStats {
+    /// Adds the scan counts of `part` (candidates, maxima, discarded, offered) to these: for a
+    /// caller that scans bands of rows into sinks of their own ([`OctaveMaps::scan_rows`]). `kept`
+    /// and `dropped` describe the final sink and are left alone.
+    pub fn add_scan(&mut self, part: &DetectStats) {
+        self.candidates += part.candidates;
+        self.maxima += part.maxima;
+        self.discarded += part.discarded;
+        self.offered += part.offered;
+    }
 }
 
 /// The NMS border of `interval` (1 or 2) in `octave`: `(L(o, i + 1) + 1) / (2 step(o))` samples.
@@ -276,7 +288,30 @@ pub fn detect_with_fill<S: KeypointSink>(
     config: &SurfConfig,
     scratch: &mut [u32],
     sink: &mut S,
+    fill: impl FnMut(u32, usize, usize, &mut [u32]) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
+    detect_with_fill_and_scan(ii, config, scratch, sink, fill, |maps, sink, stats| {
+        for interval in 1..=2 {
+            maps.scan_rows(interval, 0..maps.grid_height(), sink, stats)?;
+        }
+        Ok(())
+    })
+}
+
+/// [`detect_with_fill`] with the scan of each octave's `f32` maps (the non-maximum suppression
+/// and the decisions) by the caller too: `scan(maps, sink, stats)` must offer `sink` the
+/// keypoints of [`OctaveMaps::scan_rows`] for interval 1 over all grid rows, then for interval
+/// 2, in that order, and count them into `stats`: for example bands of rows scanned on several
+/// threads into sinks of their own, whose keypoints are then offered in band order (with
+/// [`DetectStats::add_scan`] of their counts). The keypoints are then those of [`detect`] bit
+/// for bit. `Packed8` maps are scanned here, whatever `scan` does.
+pub fn detect_with_fill_and_scan<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
     mut fill: impl FnMut(u32, usize, usize, &mut [u32]) -> Result<(), SurfError>,
+    mut scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
 ) -> Result<DetectStats, SurfError> {
     let expected = scratch_len(config, ii.width(), ii.height())?;
     let packed = config.precision == Precision::Packed8;
@@ -295,11 +330,64 @@ pub fn detect_with_fill<S: KeypointSink>(
             } else {
                 let maps = &mut scratch[..gw * gh * INTERVALS as usize];
                 fill(octave, gw, gh, maps)?;
-                scan_maps::<Float, S>(ii, config, octave, maps, gw, gh, sink, stats);
+                let maps = OctaveMaps {
+                    ii,
+                    config,
+                    octave,
+                    maps,
+                    grid: (gw, gh),
+                };
+                scan(&maps, sink, stats)?;
             }
             Ok(())
         },
     )
+}
+
+/// One octave's filled `f32` maps, for the `scan` of [`detect_with_fill_and_scan`]; shared by
+/// threads that scan bands of its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct OctaveMaps<'a> {
+    ii: &'a IntegralImage<'a>,
+    config: &'a SurfConfig,
+    octave: u32,
+    maps: &'a [u32],
+    grid: (usize, usize),
+}
+
+impl OctaveMaps<'_> {
+    /// Rows of the octave's sample grid.
+    pub fn grid_height(&self) -> usize {
+        self.grid.1
+    }
+
+    /// Scans grid rows `rows` of `interval` (1 or 2; rows outside its border are skipped) into
+    /// `sink`, counting into `stats`: the keypoints [`detect`] finds there, in its order.
+    pub fn scan_rows<T: KeypointSink>(
+        &self,
+        interval: u32,
+        rows: core::ops::Range<usize>,
+        sink: &mut T,
+        stats: &mut DetectStats,
+    ) -> Result<(), SurfError> {
+        if !(1..=2).contains(&interval) {
+            return Err(SurfError::Interval(interval));
+        }
+        let (gw, gh) = self.grid;
+        scan_interval_rows::<Float, T>(
+            self.ii,
+            self.config,
+            self.octave,
+            self.maps,
+            gw,
+            gh,
+            interval as usize,
+            rows,
+            sink,
+            stats,
+        );
+        Ok(())
+    }
 }
 
 /// Fills grid rows `rows` of `octave`'s response maps into `out`, as [`detect`] does: `out`

@@ -65,9 +65,9 @@ mod response;
 
 pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
-    DetectStats, Refinement, ResponseCube, SampleSite, detect, detect_with_fill, exact_cube,
-    fill_octave_rows, fill_octave_rows_with_columns, fill_octave_rows_with_columns_inlined,
-    nms_border, refine_candidate, refine_exact,
+    DetectStats, OctaveMaps, Refinement, ResponseCube, SampleSite, detect, detect_with_fill,
+    detect_with_fill_and_scan, exact_cube, fill_octave_rows, fill_octave_rows_with_columns,
+    fill_octave_rows_with_columns_inlined, nms_border, refine_candidate, refine_exact,
 };
 pub use fixed::{
     FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,
@@ -174,6 +174,9 @@ pub enum SurfError {
         /// Length given.
         actual: usize,
     },
+    /// An interval of an octave's scan is not 1 or 2 (the intervals with a scale above and
+    /// below).
+    Interval(u32),
 }
 
 impl fmt::Display for SurfError {
@@ -192,6 +195,7 @@ impl fmt::Display for SurfError {
             SurfError::OctaveOutOfRange { octave, octaves } => {
                 write!(f, "octave {octave} requested, only {octaves} configured")
             }
+            SurfError::Interval(i) => write!(f, "interval {i} scanned, only 1 and 2 have maxima"),
             SurfError::ScratchLength { expected, actual } => {
                 write!(f, "buffer has {actual} words, {expected} required")
             }

@@ -613,6 +613,78 @@ fn banded_fill_gives_the_keypoints_of_detect() {
 }
 
 #[test]
+fn banded_scan_in_band_order_gives_the_keypoints_and_counts_of_detect() {
+    // What a threaded caller does: each interval's rows scanned in bands (9 rows, uneven on
+    // purpose) into sinks of their own, offered to the frame's sink band after band. With a
+    // sink too small for every keypoint too, so that what it keeps depends on what it was
+    // offered.
+    let img = boat(1);
+    let ii = img.ii();
+    let config = SurfConfig::default();
+    let (all, all_stats) = detect_vec(&img, &config);
+    assert!(all.len() > 100);
+    let mut scratch = vec![0u32; scratch_len(&config, ii.width(), ii.height()).unwrap()];
+    for capacity in [20_000, 300] {
+        let mut storage = vec![Keypoint::default(); capacity];
+        let mut sink = KeypointBuffer::new(&mut storage);
+        let mut bands_scanned = 0;
+        let stats = detect_with_fill_and_scan(
+            &ii,
+            &config,
+            &mut scratch,
+            &mut sink,
+            |o, _, gh, maps| fill_octave_rows(&ii, &config, o, 0..gh, maps),
+            |maps, sink, stats| {
+                for interval in 1..=2 {
+                    for first in (0..maps.grid_height()).step_by(9) {
+                        let mut band_points = vec![Keypoint::default(); 20_000];
+                        let mut band = KeypointBuffer::new(&mut band_points);
+                        let mut band_stats = DetectStats::default();
+                        maps.scan_rows(interval, first..first + 9, &mut band, &mut band_stats)?;
+                        for &p in band.points() {
+                            sink.offer(p);
+                        }
+                        stats.add_scan(&band_stats);
+                        bands_scanned += 1;
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(bands_scanned > 40);
+        let kept = all.len().min(capacity);
+        assert_eq!(sink.points(), &all[..kept], "capacity {capacity}");
+        assert_eq!(
+            (
+                stats.candidates,
+                stats.maxima,
+                stats.discarded,
+                stats.offered
+            ),
+            (
+                all_stats.candidates,
+                all_stats.maxima,
+                all_stats.discarded,
+                all_stats.offered
+            )
+        );
+        assert_eq!((stats.kept, stats.dropped), (kept, all.len() - kept));
+    }
+    // Only intervals 1 and 2 have scales above and below.
+    let mut sink = KeypointSet::<8>::new();
+    let refused = detect_with_fill_and_scan(
+        &ii,
+        &config,
+        &mut scratch,
+        &mut sink,
+        |o, _, gh, maps| fill_octave_rows(&ii, &config, o, 0..gh, maps),
+        |maps, sink, stats| maps.scan_rows(3, 0..maps.grid_height(), sink, stats),
+    );
+    assert_eq!(refused, Err(SurfError::Interval(3)));
+}
+
+#[test]
 fn fill_octave_rows_checks_its_buffer() {
     let img = boat(1);
     let ii = img.ii();
