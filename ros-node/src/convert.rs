@@ -239,6 +239,11 @@ fn convert_frame(data: &[u8], layout: &Layout, out: &mut [u8]) {
         height,
         step,
     } = *layout;
+    // Nothing to convert, and no rows to split `data` or `out` by: only a hand-made layout
+    // (`validate` refuses zero sizes) gets here. `to_gray` then leaves `out` zeroed.
+    if width == 0 || height == 0 || step == 0 {
+        return;
+    }
     // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB).
     let threads = if width * height >= PARALLEL_PIXELS {
         std::thread::available_parallelism()
@@ -461,6 +466,29 @@ mod tests {
         assert!(to_gray_into(&m.data, &empty, &mut []).is_err());
         // The last row needs no padding after it (the data may end with the pixels).
         assert!(to_gray_into(&m.data[..49], &layout, &mut out).is_ok());
+    }
+
+    #[test]
+    fn hand_made_layouts_without_rows_convert_nothing_and_do_not_panic() {
+        let data = [7u8; 64];
+        for (width, height, step) in [(0, 4, 4), (4, 0, 4), (4, 4, 0), (0, 0, 0)] {
+            for encoding in [Encoding::Mono8, Encoding::Bgra8] {
+                let layout = Layout {
+                    encoding,
+                    width,
+                    height,
+                    step,
+                };
+                let mut out = vec![1u8; 3];
+                to_gray(&data, &layout, &mut out);
+                assert_eq!(out, vec![0u8; width * height], "{layout:?}");
+                let mut area = vec![1u8; width * height];
+                assert!(
+                    to_gray_into(&data, &layout, &mut area).is_err(),
+                    "{layout:?}"
+                );
+            }
+        }
     }
 
     #[test]
