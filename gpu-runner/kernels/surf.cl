@@ -219,25 +219,29 @@ inline int filter_size(int octave, int interval) {
 }
 
 // The exact determinant and the trace of the box-filter Hessian at pixel (r, c), filter L.
+// For every filter of MAX_OCTAVES octaves (L <= 771, l <= 257) the box sums and the second
+// derivatives fit in int (|Dxx|, |Dyy| <= 765 (2l - 1) l < 1.1e8, |Dxy| <= 510 l^2 < 3.4e7),
+// so only the products take 64 bits (a widening 32 x 32 multiply); the same integers as the
+// CPU's i64 arithmetic.
 inline long hessian_det(__global const uint* ii, int w, int h, int r, int c, int L,
-                        long* trace) {
+                        int* trace) {
     int l = L / 3;
     int b = (L - 1) / 2;
-    long dxx = (long)box_sum(ii, w, h, r - l + 1, c - b, 2 * l - 1, L) -
-               3 * (long)box_sum(ii, w, h, r - l + 1, c - l / 2, 2 * l - 1, l);
-    long dyy = (long)box_sum(ii, w, h, r - b, c - l + 1, L, 2 * l - 1) -
-               3 * (long)box_sum(ii, w, h, r - l / 2, c - l + 1, l, 2 * l - 1);
-    long dxy = (long)box_sum(ii, w, h, r - l, c + 1, l, l) +
-               (long)box_sum(ii, w, h, r + 1, c - l, l, l) -
-               (long)box_sum(ii, w, h, r - l, c - l, l, l) -
-               (long)box_sum(ii, w, h, r + 1, c + 1, l, l);
+    int dxx = (int)box_sum(ii, w, h, r - l + 1, c - b, 2 * l - 1, L) -
+              3 * (int)box_sum(ii, w, h, r - l + 1, c - l / 2, 2 * l - 1, l);
+    int dyy = (int)box_sum(ii, w, h, r - b, c - l + 1, L, 2 * l - 1) -
+              3 * (int)box_sum(ii, w, h, r - l / 2, c - l + 1, l, 2 * l - 1);
+    int dxy = (int)box_sum(ii, w, h, r - l, c + 1, l, l) +
+              (int)box_sum(ii, w, h, r + 1, c - l, l, l) -
+              (int)box_sum(ii, w, h, r - l, c - l, l, l) -
+              (int)box_sum(ii, w, h, r + 1, c + 1, l, l);
     *trace = dxx + dyy;
-    return 100 * dxx * dyy - 81 * dxy * dxy;
+    return 100 * ((long)dxx * (long)dyy) - 81 * ((long)dxy * (long)dxy);
 }
 
 // response = (f32)det * norm(L): two round-to-nearest-even steps, as on the CPU.
 inline float response_at(__global const uint* ii, int w, int h, int r, int c, int L, float norm,
-                         long* trace) {
+                         int* trace) {
     long det = hessian_det(ii, w, h, r, c, L, trace);
     return convert_float_rte(det) * norm;
 }
@@ -299,7 +303,7 @@ __kernel void hessian_f32(__global const uint* ii, int w, int h, int octaves, in
     int r = sy * o.step[oc], c = sx * o.step[oc];
     size_t base = 4 * (size_t)o.offset[oc] + (size_t)local_id;
     for (int i = 0; i < 4; ++i) {
-        long trace;
+        int trace;
         float v = response_at(ii, w, h, r, c, filter_size(oc, i), norms[oc * 4 + i], &trace);
         resp[base + (size_t)i * (size_t)(gw * gh)] = v;
     }
@@ -320,7 +324,7 @@ __kernel void hessian_packed(__global const uint* ii, int w, int h, int octaves,
     int r = sy * o.step[oc], c = sx * o.step[oc];
     uint word = 0u;
     for (int i = 0; i < 4; ++i) {
-        long trace;
+        int trace;
         float v = response_at(ii, w, h, r, c, filter_size(oc, i), norms[oc * 4 + i], &trace);
         uint byte = packed_code(v, table) | (trace < 0 ? 0x80u : 0u);
         word |= byte << (8 * i);
@@ -443,7 +447,7 @@ __kernel void nms_f32(__global const uint* ii, int w, int h, int octaves, int st
                 if (!(dz == 1 && dy == 1 && dx == 1) && !(centre > n)) return;
             }
     // The Laplacian sign is only needed for the few maxima: recompute the trace here.
-    long trace;
+    int trace;
     (void)hessian_det(ii, w, h, sy * step, sx * step, filter_size(oc, interval), &trace);
     refine_and_append(v, oc, interval, sy, sx, step, trace >= 0 ? 1 : -1, cand, keys, capacity,
                       result);
@@ -487,7 +491,7 @@ __kernel void nms_packed(__global const uint* ii, int w, int h, int octaves, int
         float norm = norms[oc * 4 + interval - 1 + dz];
         for (int dy = 0; dy < 3; ++dy)
             for (int dx = 0; dx < 3; ++dx) {
-                long trace;
+                int trace;
                 v[dz][dy][dx] = response_at(ii, w, h, (sy - 1 + dy) * step,
                                             (sx - 1 + dx) * step, L, norm, &trace);
                 if (dz == 1 && dy == 1 && dx == 1) laplacian = trace >= 0 ? 1 : -1;
