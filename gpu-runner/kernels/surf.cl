@@ -103,100 +103,248 @@ inline float surf_atan2(float y, float x) {
 
 // ---------------------------------------------------------------------------------------------
 // Integral image
+//
+// Two launches that read the 8-bit image twice and write every word of the table once (a row
+// scan followed by a column scan in place read and wrote the table twice more, about 40 MB for
+// a 1920x1080 frame, and scanned each row in up to 11 dependent steps). The frame is cut into
+// bands of INTEGRAL_BAND rows: integral_band_sums gives every band the sums of its columns
+// above it, integral_bands makes each band's rows from those in one work-group.
+//
+// frame.rs (IntegralKernels) repeats these three constants and the local memory layout of
+// integral_bands; a test there checks that the constants agree.
 
-// Inclusive scan of `n` values in local memory (Hillis-Steele, ping-pong between two halves
-// of `buf`, which holds 2 * n words); every work-item of the group must call it. Returns the
-// half holding the result. Works for any group size (not only powers of two).
-inline __local uint* local_scan(__local uint* buf, uint n, uint lid) {
-    __local uint* src = buf;
-    __local uint* dst = buf + n;
-    for (uint off = 1u; off < n; off <<= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid < n) dst[lid] = src[lid] + (lid >= off ? src[lid - off] : 0u);
-        __local uint* t = src;
-        src = dst;
-        dst = t;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return src;
-}
+#define INTEGRAL_BAND 16  // rows per band
+#define INTEGRAL_COLS 8   // adjacent columns per work-item of integral_bands (uchar8 / uint8)
+#define INTEGRAL_SEG 16   // work-items per segment of integral_bands' row scans
 
-#define ROW_ITEMS 4
-
-// Row prefix sums, one work-group per image row: each work-item sums ROW_ITEMS consecutive
-// pixels, the group scans those partial sums in local memory and every work-item writes its
-// ROW_ITEMS outputs; a row longer than ROW_ITEMS * group size takes several passes with a carry.
-// `scan` holds 2 * group size words. Group 0 also clears row 0 and the counters of the result
-// header, so a frame needs no separate fill command. (u32 sums are exact: every box sum fits.)
-__kernel void integral_rows(__global const uchar* img, __global uint* integral, int width,
-                            int height, __global uint* result, __local uint* scan) {
-    int y = get_group_id(0);
+// Sums above every band, into `band_sums` (rows of `width` words). A work-group covers
+// `strip_cols` adjacent columns (each row's bytes in one memory sector) and a chunk of
+// consecutive bands, `item_bands` of them per work-item and lsz / strip_cols work-items per
+// column. Row b receives the sum of column x over the bands of b's chunk above b, row
+// bands + c the total of chunk c. integral_bands then starts band b from its row plus the
+// totals of the chunks above: the host makes the chunks long enough that these are at most a
+// few loads per column however tall the frame, where a sum per band would cost one load per
+// band above (for the last band of a 4096x4112 frame, 4 MB read by one work-group). `totals`
+// holds lsz words. Group 0 also clears the counters of the result header, so a frame needs no
+// separate fill command. (u32 sums are exact: every box sum fits.)
+__kernel void integral_band_sums(__global const uchar* img, int width, int height,
+                                 int strip_cols, int item_bands, __global uint* band_sums,
+                                 __global uint* result, __local uint* totals) {
     uint lid = get_local_id(0), lsz = get_local_size(0);
-    int stride = width + 1;
-    if (y == 0) {
-        for (int x = lid; x < stride; x += lsz) integral[x] = 0u;
+    int group = get_group_id(0);
+    if (group == 0) {
         for (uint k = lid; k < HEADER_WORDS; k += lsz) result[k] = 0u;
     }
-    if (y >= height) return;  // uniform per group
-    __global const uchar* row = img + (size_t)y * (size_t)width;
-    __global uint* out = integral + (size_t)(y + 1) * (size_t)stride;
-    if (lid == 0) out[0] = 0u;
-    uint carry = 0u;
-    for (int base = 0; base < width; base += ROW_ITEMS * (int)lsz) {
-        int x0 = base + ROW_ITEMS * (int)lid;
-        uint v[ROW_ITEMS];
-        uint sum = 0u;
-        for (int k = 0; k < ROW_ITEMS; ++k) {
-            int x = x0 + k;
-            sum += x < width ? (uint)row[x] : 0u;
-            v[k] = sum;
+    int cw = clamp(strip_cols, 1, (int)lsz);
+    int segs = (int)lsz / cw;
+    int per = max(item_bands, 1);
+    int strips = (width + cw - 1) / cw;
+    int chunk = group / strips;
+    int cx = (int)lid % cw, seg = (int)lid / cw;
+    int x = (group - chunk * strips) * cw + cx;
+    int bands = (height + INTEGRAL_BAND - 1) / INTEGRAL_BAND;
+    int b0 = (chunk * segs + seg) * per;
+    int b1 = min(b0 + per, bands);
+    // Groups past the bands (none with the host's count) idle rather than return: with an early
+    // return before the barrier, which no group took, PoCL 3.1 left every sum at zero.
+    bool live = x < width && seg < segs && chunk * segs * per < bands;
+    uint sum = 0u;
+    if (live) {
+        for (int b = b0; b < b1; ++b) {
+            // The first band's sum is the offset below, written after the barrier.
+            if (b > b0) band_sums[(size_t)b * width + x] = sum;
+            int y0 = b * INTEGRAL_BAND;
+            __global const uchar* p = img + (size_t)y0 * width + x;
+#pragma unroll
+            for (int k = 0; k < INTEGRAL_BAND; ++k) {
+                if (y0 + k < height) sum += p[(size_t)k * width];
+            }
         }
-        scan[lid] = sum;
-        __local uint* inc = local_scan(scan, lsz, lid);
-        uint before = carry + inc[lid] - sum;
-        for (int k = 0; k < ROW_ITEMS; ++k) {
-            int x = x0 + k;
-            if (x < width) out[x + 1] = before + v[k];
-        }
-        carry += inc[lsz - 1];
-        barrier(CLK_LOCAL_MEM_FENCE);  // `scan` is reused by the next pass
     }
+    totals[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!live) return;
+    uint above = 0u;
+    for (int s = 0; s < seg; ++s) above += totals[s * cw + cx];
+    if (b0 < b1) band_sums[(size_t)b0 * width + x] = above;
+    for (int b = b0 + 1; b < b1; ++b) band_sums[(size_t)b * width + x] += above;
+    if (seg == segs - 1) band_sums[(size_t)(bands + chunk) * width + x] = above + sum;
 }
 
-// Column prefix sums over the row sums, in place. A work-group covers `col_width` adjacent
-// columns (coalesced rows of words) and splits the rows into lsz / COL_WIDTH segments: each
-// work-item scans its segment, the segments' totals are scanned in local memory, and a second
-// pass adds the total of the segments above. That is 2 reads and 2 writes per word but
-// height / segments dependent steps instead of height. `totals` holds lsz words.
-__kernel void integral_cols(__global uint* integral, int width, int height, int col_width,
-                            __local uint* totals) {
-    uint lid = get_local_id(0), lsz = get_local_size(0);
-    int cw = clamp(col_width, 1, (int)lsz);
-    int segs = (int)lsz / cw;
-    int cx = (int)lid % cw, seg = (int)lid / cw;
-    int c = get_group_id(0) * cw + cx + 1;
-    int stride = width + 1;
-    int seg_len = (height + segs - 1) / segs;
-    int y0 = 1 + seg * seg_len;
-    int y1 = min(y0 + seg_len, height + 1);
-    bool live = c <= width && seg < segs;
-    uint acc = 0u;
-    if (live) {
-        for (int y = y0; y < y1; ++y) {
-            size_t i = (size_t)y * (size_t)stride + (size_t)c;
-            acc += integral[i];
-            integral[i] = acc;
-        }
+// Pixels at..at + 7 of the image where n >= 8 of them are in the row, else the first n and
+// zeros: one 8-byte load where the address allows (buffers are aligned far beyond 8 bytes).
+inline uchar8 integral_pixels(__global const uchar* img, size_t at, int n) {
+    if (n >= INTEGRAL_COLS) {
+        if ((at & 7) == 0) return *(__global const uchar8*)(img + at);
+        return vload8(0, img + at);
     }
-    totals[lid] = acc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (live && seg > 0) {
-        uint above = 0u;
-        for (int s = 0; s < seg; ++s) above += totals[s * cw + cx];
-        for (int y = y0; y < y1; ++y) {
-            size_t i = (size_t)y * (size_t)stride + (size_t)c;
-            integral[i] += above;
+    uchar v[INTEGRAL_COLS];
+    for (int k = 0; k < INTEGRAL_COLS; ++k) v[k] = k < n ? img[at + k] : (uchar)0;
+    return vload8(0, v);
+}
+
+// The column sums above band `band` for columns x0..x0 + 7 (zeros past the row's n columns):
+// its row of integral_band_sums plus the totals of the `chunks` chunks above.
+inline uint8 integral_carry(__global const uint* band_sums, int width, int band, int bands,
+                            int chunks, int x0, int n) {
+    __global const uint* p = band_sums + (size_t)band * width + x0;
+    __global const uint* t = band_sums + (size_t)bands * width + x0;
+    if (n >= INTEGRAL_COLS && (width & 7) == 0) {
+        // Every row starts 32 bytes aligned (x0 is a multiple of 8): whole-vector loads.
+        uint8 c = *(__global const uint8*)p;
+        for (int k = 0; k < chunks; ++k) c += *(__global const uint8*)(t + (size_t)k * width);
+        return c;
+    }
+    if (n >= INTEGRAL_COLS) {
+        uint8 c = vload8(0, p);
+        for (int k = 0; k < chunks; ++k) c += vload8(0, t + (size_t)k * width);
+        return c;
+    }
+    uint v[INTEGRAL_COLS];
+    for (int i = 0; i < INTEGRAL_COLS; ++i) {
+        uint c = 0u;
+        if (i < n) {
+            c = p[i];
+            for (int k = 0; k < chunks; ++k) c += t[(size_t)k * width + i];
         }
+        v[i] = c;
+    }
+    return vload8(0, v);
+}
+
+inline uint integral_hsum(uint8 v) {
+    uint4 h = v.lo + v.hi;
+    return (h.x + h.y) + (h.z + h.w);
+}
+
+inline uint8 integral_prefix(uint8 v) {
+    v.s1 += v.s0;
+    v.s2 += v.s1;
+    v.s3 += v.s2;
+    v.s4 += v.s3;
+    v.s5 += v.s4;
+    v.s6 += v.s5;
+    v.s7 += v.s6;
+    return v;
+}
+
+// The local memory layout of integral_bands for lsz work-items (frame.rs computes the same
+// sizes). The row scans use INTEGRAL_BAND rows of `integral_scan_stride` words (1 mod 32, so
+// that the work-items of a warp that scan the segments of different rows hit different banks)
+// and INTEGRAL_BAND rows of segs + 1 segment offsets; the output rows are then staged, two
+// at a time, in the same memory, with one pad word per 32 so that writing 8 adjacent words per
+// work-item is free of bank conflicts.
+inline uint integral_scan_stride(uint lsz) { return ((lsz + 31u) & ~31u) + 1u; }
+inline uint integral_stage_words(uint lsz) {
+    uint n = lsz * INTEGRAL_COLS;
+    return n + (n >> 5);
+}
+
+// The table, one work-group per band of INTEGRAL_BAND rows, each row written once with
+// coalesced stores. Every work-item owns INTEGRAL_COLS adjacent columns of a chunk of
+// lsz * INTEGRAL_COLS columns; a wider frame takes several chunks, with each row's total so far
+// carried from one to the next. Per chunk, a work-item loads its pixels of all the band's rows
+// (kept in registers) and the column sums above the band, and writes, for every row, the sum of
+// its columns down to that row; one two-level scan (segments of INTEGRAL_SEG work-items, then
+// the segments) turns those into every row's prefix at each work-item, with a handful of
+// barriers for the whole band instead of a scan per row. The rows are then added up again
+// from the pixels in registers, staged in local memory and written out. `scratch` holds the
+// words of the layout above.
+__kernel void integral_bands(__global const uchar* img, __global uint* integral, int width,
+                             int height, int chunk_bands, __global const uint* band_sums,
+                             __local uint* scratch) {
+    int band = get_group_id(0);
+    uint lid = get_local_id(0), lsz = get_local_size(0);
+    int y0 = band * INTEGRAL_BAND;
+    if (y0 >= height) return;  // uniform per group
+    int rows = min(INTEGRAL_BAND, height - y0);
+    int bands = (height + INTEGRAL_BAND - 1) / INTEGRAL_BAND;
+    int chunks = band / max(chunk_bands, 1);
+    size_t stride = (size_t)width + 1;
+    if (band == 0) {
+        for (size_t x = lid; x < stride; x += lsz) integral[x] = 0u;
+    }
+    for (int r = (int)lid; r < rows; r += (int)lsz) integral[(size_t)(y0 + 1 + r) * stride] = 0u;
+
+    uint rs = integral_scan_stride(lsz);
+    uint segs = (lsz + INTEGRAL_SEG - 1u) / INTEGRAL_SEG;
+    __local uint* tot = scratch;
+    __local uint* off = scratch + INTEGRAL_BAND * rs;
+    uint stage = integral_stage_words(lsz);
+    uint own_seg = lid / INTEGRAL_SEG;
+    bool seg_start = lid % INTEGRAL_SEG == 0u;
+    uint row_carry[INTEGRAL_BAND];
+#pragma unroll
+    for (int r = 0; r < INTEGRAL_BAND; ++r) row_carry[r] = 0u;
+
+    int chunk_cols = (int)lsz * INTEGRAL_COLS;
+    for (int base = 0; base < width; base += chunk_cols) {
+        int x0 = base + (int)lid * INTEGRAL_COLS;
+        int n = width - x0;
+        uint8 carry = integral_carry(band_sums, width, band, bands, chunks, x0, n);
+        // 128 bytes of registers: the rows are summed twice, the pixels are loaded once.
+        uchar8 px[INTEGRAL_BAND];
+        uint8 acc = carry;
+#pragma unroll
+        for (int r = 0; r < INTEGRAL_BAND; ++r) {
+            size_t at = (size_t)(y0 + r) * width + x0;
+            px[r] = r < rows ? integral_pixels(img, at, n) : (uchar8)(0);
+            acc += convert_uint8(px[r]);
+            tot[r * rs + lid] = integral_hsum(acc);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        // Inclusive scans of the segments of every row...
+        for (uint t = lid; t < INTEGRAL_BAND * segs; t += lsz) {
+            uint r = t % INTEGRAL_BAND, s = t / INTEGRAL_BAND;
+            __local uint* p = tot + r * rs + s * INTEGRAL_SEG;
+            uint len = min((uint)INTEGRAL_SEG, lsz - s * INTEGRAL_SEG);
+            uint run = 0u;
+            for (uint j = 0; j < len; ++j) {
+                run += p[j];
+                p[j] = run;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        // ...then the segments' exclusive offsets, one work-item per row; the last is the row's
+        // total over the chunk.
+        for (uint r = lid; r < INTEGRAL_BAND; r += lsz) {
+            uint run = 0u;
+            for (uint s = 0; s < segs; ++s) {
+                off[r * (segs + 1u) + s] = run;
+                run += tot[r * rs + min(s * INTEGRAL_SEG + INTEGRAL_SEG, lsz) - 1u];
+            }
+            off[r * (segs + 1u) + segs] = run;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint before[INTEGRAL_BAND];
+#pragma unroll
+        for (int r = 0; r < INTEGRAL_BAND; ++r) {
+            __local const uint* o = off + r * (segs + 1u);
+            before[r] = row_carry[r] + o[own_seg] + (seg_start ? 0u : tot[r * rs + lid - 1u]);
+            row_carry[r] += o[segs];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // the staged rows below overwrite the scan
+        int cols = min(chunk_cols, width - base);
+        uint mine = lid * INTEGRAL_COLS;
+        mine += mine >> 5;  // 8 adjacent columns never straddle a pad word
+        acc = carry;
+        // The barriers are not under `r < rows`: with them there, PoCL 3.1 had not compiled the
+        // kernel after 20 minutes (it replicates the code after a barrier in a branch).
+#pragma unroll
+        for (int r = 0; r < INTEGRAL_BAND; ++r) {
+            acc += convert_uint8(px[r]);
+            uint8 v = integral_prefix(acc) + before[r];
+            __local uint* st = scratch + (uint)(r & 1) * stage;
+            vstore8(v, 0, st + mine);
+            // One barrier per row: this row's area was last read two rows ago, before the
+            // previous row's barrier.
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (r < rows) {
+                __global uint* out = integral + (size_t)(y0 + r + 1) * stride + (size_t)base + 1;
+                for (int i = (int)lid; i < cols; i += (int)lsz) out[i] = st[i + (i >> 5)];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // the next chunk's scan overwrites the staged rows
     }
 }
 

@@ -316,6 +316,42 @@ fn descriptors_match_core_upright_describe() {
 }
 
 #[test]
+fn descriptors_of_wide_frames_and_smaller_ones_after_them_match_the_core() {
+    require_opencl();
+    // The descriptors sample the integral image of surf.cl's kernels: frames wider than one
+    // chunk of their columns (2048 with the default groups) and heights across their bands of
+    // 16 rows, on one pipeline made for the largest.
+    let mut p = pipeline(2600, 300, HarrisConfig::default(), 3000, None);
+    for (w, h) in [(2600, 300), (2100, 37), (301, 299)] {
+        let pixels: Vec<u8> = checkerboard(w, h, 16, 11)
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| v + ((i as u32).wrapping_mul(2_654_435_761) >> 29) as u8)
+            .collect();
+        let image = GrayImage::new(&pixels, w, h).unwrap();
+        let out = p.detect(&image).unwrap();
+        assert!(out.keypoints.len() > 50, "{w}x{h}: {}", out.keypoints.len());
+        let mut table = vec![0u32; integral_len(w, h).unwrap()];
+        let ii = IntegralImage::compute(&image, &mut table).unwrap();
+        for (kp, d) in out.keypoints.iter().zip(&out.descriptors) {
+            let expected = describe(&ii, kp, true);
+            let dist = d
+                .iter()
+                .zip(&expected)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f32>()
+                .sqrt();
+            assert!(
+                dist <= 1e-4,
+                "{w}x{h}: descriptor at ({}, {}): L2 {dist}",
+                kp.x,
+                kp.y
+            );
+        }
+    }
+}
+
+#[test]
 fn detection_only_pipeline_has_no_descriptors_and_same_points() {
     require_opencl();
     let src = boat();

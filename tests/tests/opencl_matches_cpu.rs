@@ -107,6 +107,74 @@ fn integral_and_responses_are_identical_to_the_core() {
     }
 }
 
+/// Pseudo-random pixels, for frames of any size (the boat image is 850 pixels wide).
+fn noise(w: usize, h: usize, seed: u32) -> Vec<u8> {
+    (0..(w * h) as u32)
+        .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect()
+}
+
+/// Runs `pixels` (`w x h`) through `p` and checks its integral image against the core's.
+fn check_integral(p: &mut Pipeline, pixels: &[u8], w: usize, h: usize, what: &str) {
+    let img = GrayImage::new(pixels, w, h).unwrap();
+    p.detect(&img).unwrap();
+    let mut table = vec![0u32; integral_len(w, h).unwrap()];
+    let ii = IntegralImage::compute(&img, &mut table).unwrap();
+    let gpu = p.read_integral().unwrap();
+    assert_eq!(gpu.len(), ii.table().len(), "{what}");
+    if let Some(i) = (0..gpu.len()).find(|&i| gpu[i] != ii.table()[i]) {
+        panic!(
+            "{what}: integral at row {} column {}: gpu {} cpu {}",
+            i / (w + 1),
+            i % (w + 1),
+            gpu[i],
+            ii.table()[i]
+        );
+    }
+}
+
+#[test]
+fn integral_of_wide_tall_and_smaller_frames_is_identical_to_the_core() {
+    require_opencl();
+    let cfg = SurfConfig::default();
+    // surf.cl cuts frames into bands of 16 rows and, per work-group of the default 256, chunks
+    // of 2048 columns; the column sums above a band come in chunks of bands, more bands per
+    // work-item in taller frames. Sizes across all of these, with odd work-group sizes.
+    for (w, h, local) in [
+        (2500, 40, None),
+        (16384, 17, None),
+        (2049, 33, None),
+        (37, 4100, None),
+        (3, 16384, None),
+        (2500, 40, Some(100)),
+        (300, 70, Some(1)),
+        (5, 3000, Some(1)),
+        (641, 47, Some(7)),
+        (1000, 129, Some(48)),
+    ] {
+        let mut p = pipeline(w, h, cfg, 100, local);
+        let what = format!("{w}x{h} local {local:?}");
+        check_integral(&mut p, &noise(w, h, 7), w, h, &what);
+    }
+    // A pipeline for a large maximum: smaller frames after larger ones leave nothing stale.
+    let mut p = pipeline(2600, 700, cfg, 100, None);
+    for (k, (w, h)) in [
+        (2600, 700),
+        (2500, 40),
+        (7, 5),
+        (2049, 129),
+        (1, 1),
+        (300, 699),
+        (2600, 700),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let what = format!("{w}x{h} after larger frames");
+        check_integral(&mut p, &noise(w, h, k as u32), w, h, &what);
+    }
+}
+
 fn assert_same_keypoints(
     cpu: &(Vec<Keypoint>, Vec<Descriptor>, usize),
     gpu: &surfcl_gpu::opencl::DetectOutput,

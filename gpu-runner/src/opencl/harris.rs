@@ -16,8 +16,8 @@
 //!    with early exit, the sub-pixel parabola, and an atomic append of candidates;
 //! 4. the strongest-N selection shared with SURF (`strongest.rs`: a merge sort of the 64-bit
 //!    `Keypoint::rank_cmp` keys); the strongest `max_keypoints` land in the result, sorted;
-//! 5. from `kernels/surf.cl` (built into this pipeline's own program object): `integral_rows`,
-//!    `integral_cols` (the integral image the descriptor samples, `frame::IntegralKernels`) and
+//! 5. from `kernels/surf.cl` (built into this pipeline's own program object): `integral_band_sums`,
+//!    `integral_bands` (the integral image the descriptor samples, `frame::IntegralKernels`) and
 //!    `descriptor` (upright).
 //!
 //! The upload, readback and output are the shared plumbing of `frame.rs`.
@@ -264,10 +264,12 @@ impl HarrisPipeline {
         };
         let groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
         let integral_len = describe.as_ref().map_or(1, |d| d.integral.len());
+        let band_sum_bytes = describe.as_ref().map_or(0, |d| d.kernels.device_bytes());
         io.device_bytes = [
             pixels,
             16 * pixels,
             4 * integral_len,
+            band_sum_bytes as usize,
             (4 * KP_WORDS + 8 + strongest::BYTES_PER_CANDIDATE) * cand_capacity,
             4 * result.len(),
         ]
@@ -377,7 +379,7 @@ impl DetectorKernels for HarrisPipeline {
         // Only the first kernel waits (the queue is in order).
         let mut wait = Some(frame.wait);
         if let Some(d) = &self.describe {
-            // integral_rows also clears the result header; harris_gradients clears it again, so
+            // integral_band_sums also clears the result header; harris_gradients clears it again, so
             // the Harris kernels do not depend on it.
             d.kernels
                 .enqueue(w, h, wait.take().unwrap_or(&[]), events)?;

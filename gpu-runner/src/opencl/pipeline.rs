@@ -7,8 +7,9 @@
 //! upload, readback and output are the shared plumbing of `frame.rs`.
 //!
 //! Stages (all octaves per launch):
-//! 1. `integral_rows`, `integral_cols` (`frame::IntegralKernels`): the exact `u32` integral
-//!    image (row 0 clears the result header, so no separate fill is needed);
+//! 1. `integral_band_sums`, `integral_bands` (`frame::IntegralKernels`): the exact `u32`
+//!    integral image, written once (the first also clears the result header, so no separate
+//!    fill is needed);
 //! 2. `hessian_f32` or `hessian_packed`: the box-filter responses of the 4 intervals of every
 //!    sample, as 4 `f32` planes or one `u32` word of 4 log-companded bytes;
 //! 3. `nms_f32` or `nms_packed`: threshold, 3x3x3 NMS (packed: screening on the codes, then an
@@ -272,6 +273,7 @@ impl Pipeline {
         let memory = vec![
             ("image (u8)", io.image.len() as u64),
             ("integral image (u32)", 4 * integral.len() as u64),
+            ("integral band sums (u32)", k_integral.device_bytes()),
             (
                 if packed_mode {
                     "responses (packed u8 x4)"
