@@ -147,13 +147,14 @@ impl Backend for CpuBackend {
                 ensure_len(&mut self.surf_scratch, need);
                 let (config, pool) = (&params.surf, self.pool.as_deref());
                 let bands = &mut self.scan_bands;
-                surf::detect_with_fill_and_scan(
+                surf::detect_with_shared_fill_and_scan(
                     &ii,
                     config,
                     &mut self.surf_scratch[..need],
                     &mut sink,
-                    |octave, grid_w, grid_h, maps| {
-                        fill_parallel(&ii, config, octave, grid_w, grid_h, maps, pool)
+                    |octave, grid_w, grid_h, from, maps| {
+                        let grid = (grid_w, grid_h);
+                        fill_parallel(&ii, config, octave, grid, from, maps, pool)
                     },
                     |maps, sink, stats| scan_parallel(maps, sink, stats, pool, bands),
                 )?;
@@ -276,22 +277,32 @@ const KEYPOINTS_PER_TASK: usize = 32;
 /// Grid rows filled per task.
 const ROWS_PER_TASK: usize = 8;
 
-/// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`) in bands of
-/// [`ROWS_PER_TASK`] rows on `pool`: each band is [`surf::fill_octave_rows_with_columns`] into its
-/// own slice (with a column scratch per worker), so the maps are exactly the single-threaded
-/// ones, which are [`surf::fill_octave_rows`]'s.
+/// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`, intervals
+/// `from_interval..4`, see `surf::detect_with_shared_fill_and_scan`) in bands of
+/// [`ROWS_PER_TASK`] rows on `pool`: each band is [`surf::fill_octave_rows_with_columns_from`]
+/// into its own slice (with a column scratch per worker), so the maps are exactly the
+/// single-threaded ones, which are [`surf::fill_octave_rows`]'s.
 fn fill_parallel(
     ii: &IntegralImage<'_>,
     config: &surf::SurfConfig,
     octave: u32,
-    grid_w: usize,
-    grid_h: usize,
+    (grid_w, grid_h): (usize, usize),
+    from_interval: u32,
     maps: &mut [u32],
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), surf::SurfError> {
     let columns = || vec![0u32; surf::column_scratch_len(ii.width())];
     let Some(pool) = pool.filter(|_| grid_h > ROWS_PER_TASK && grid_w > 0) else {
-        return fill_octave_rows_widest(ii, config, octave, 0..grid_h, maps, &mut columns());
+        let rows = 0..grid_h;
+        return fill_octave_rows_widest(
+            ii,
+            config,
+            octave,
+            rows,
+            maps,
+            &mut columns(),
+            from_interval,
+        );
     };
     let words_per_row = maps.len() / grid_h;
     pool.install(|| {
@@ -300,7 +311,7 @@ fn fill_parallel(
             .try_for_each_init(columns, |columns, (band, chunk)| {
                 let first = band * ROWS_PER_TASK;
                 let rows = first..(first + ROWS_PER_TASK).min(grid_h);
-                fill_octave_rows_widest(ii, config, octave, rows, chunk, columns)
+                fill_octave_rows_widest(ii, config, octave, rows, chunk, columns, from_interval)
             })
     })
 }

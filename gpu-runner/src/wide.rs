@@ -72,12 +72,12 @@ widest! {
 }
 
 widest! {
-    /// [`surf::fill_octave_rows_with_columns`], with AVX2 where the CPU has it (its box sums
-    /// out of line: [`Avx2BoxSums`]).
-    fill_octave_rows_widest = surf::fill_octave_rows_with_columns,
+    /// [`surf::fill_octave_rows_with_columns_from`], with AVX2 where the CPU has it (its box
+    /// sums out of line: [`Avx2BoxSums`]).
+    fill_octave_rows_widest = surf::fill_octave_rows_with_columns_from,
         surf::fill_octave_rows_with_columns_inlined::<Avx2BoxSums>;
     fn(ii: &IntegralImage<'_>, config: &surf::SurfConfig, octave: u32, rows: Range<usize>,
-       out: &mut [u32], columns: &mut [u32]) -> Result<(), surf::SurfError>
+       out: &mut [u32], columns: &mut [u32], from_interval: u32) -> Result<(), surf::SurfError>
 }
 
 /// The core's box sums compiled with AVX2, out of line (inlined into the fill, LLVM cannot tell

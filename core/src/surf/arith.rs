@@ -56,7 +56,7 @@ impl sealed::Sealed for FixedPoint {}
 impl Arithmetic for Float {
     type Value = f32;
     fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
-        fill_f32_bits::<PortableBoxSums>(ii, config, octave, 0..usize::MAX, None, maps);
+        fill_f32_bits::<PortableBoxSums>(ii, config, octave, 0..usize::MAX, None, maps, 0);
     }
     #[inline(always)]
     fn value(word: u32) -> f32 {

@@ -311,6 +311,34 @@ pub fn detect_with_fill_and_scan<S: KeypointSink>(
     scratch: &mut [u32],
     sink: &mut S,
     mut fill: impl FnMut(u32, usize, usize, &mut [u32]) -> Result<(), SurfError>,
+    scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
+    detect_with_shared_fill_and_scan(
+        ii,
+        config,
+        scratch,
+        sink,
+        |octave, gw, gh, _, maps| fill(octave, gw, gh, maps),
+        scan,
+    )
+}
+
+/// [`detect_with_fill_and_scan`] that reuses responses across octaves: octave `o`'s intervals 0
+/// and 1 are the filter sizes of octave `o - 1`'s intervals 1 and 3, sampled at every other
+/// point of that octave's grid (its sample step is twice as large), so in `F32` precision they
+/// are copied from the maps of the octave before (still in `scratch`) instead of computed again.
+/// `fill(octave, grid_w, grid_h, from_interval, maps)` is then told `from_interval = 2`: it must
+/// leave intervals 0 and 1 of `maps` as they are and fill the others exactly as
+/// [`fill_octave_rows`] does ([`fill_octave_rows_with_columns_from`] does that); a fill that
+/// computes every interval anyway gives the same bits. Octave 0 and `Packed8` maps get
+/// `from_interval = 0`. A quarter to a half fewer responses above octave 0 (the column sums of
+/// an image row cost as much in every octave).
+pub fn detect_with_shared_fill_and_scan<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+    mut fill: impl FnMut(u32, usize, usize, u32, &mut [u32]) -> Result<(), SurfError>,
     mut scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
 ) -> Result<DetectStats, SurfError> {
     let expected = scratch_len(config, ii.width(), ii.height())?;
@@ -324,12 +352,24 @@ pub fn detect_with_fill_and_scan<S: KeypointSink>(
         |octave, gw, gh, scratch, sink, stats| {
             if packed {
                 let maps = &mut scratch[..gw * gh];
-                fill(octave, gw, gh, maps)?;
+                fill(octave, gw, gh, 0, maps)?;
                 let view = PackedResponses::new_checked(maps, gw, gh)?;
                 scan_packed(ii, config, octave, &view, sink, stats);
             } else {
+                // `drive` visits the octaves in order, so the scratch holds octave - 1's maps.
+                let from = if octave > 0 {
+                    let step = sample_step(config, octave - 1);
+                    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
+                    if take_shared_intervals(scratch, previous_gw, gw, gh) {
+                        2
+                    } else {
+                        0
+                    }
+                } else {
+                    0
+                };
                 let maps = &mut scratch[..gw * gh * INTERVALS as usize];
-                fill(octave, gw, gh, maps)?;
+                fill(octave, gw, gh, from, maps)?;
                 let maps = OctaveMaps {
                     ii,
                     config,
@@ -342,6 +382,29 @@ pub fn detect_with_fill_and_scan<S: KeypointSink>(
             Ok(())
         },
     )
+}
+
+/// Moves intervals 1 and 3 of the previous octave's `f32` maps (grid `previous_gw` wide, sample
+/// `(2 sx, 2 sy)`) to intervals 0 and 1 of this octave's sample `(sx, sy)` (grid `gw x gh`), in
+/// place: same filters at the same pixels. A sample's destination never lies after its source
+/// (`previous_gw >= 2 gw`), and the samples go in order, so no source is overwritten before it
+/// is read. Returns `false`, moving nothing, when the grids do not nest that way (never with the
+/// grids of [`grid_size`]).
+fn take_shared_intervals(maps: &mut [u32], previous_gw: usize, gw: usize, gh: usize) -> bool {
+    let words = INTERVALS as usize;
+    let previous_rows = (2 * gh).saturating_sub(1);
+    if gh == 0 || 2 * gw > previous_gw || previous_rows * previous_gw * words > maps.len() {
+        return false;
+    }
+    for sy in 0..gh {
+        for sx in 0..gw {
+            let src = (2 * sy * previous_gw + 2 * sx) * words;
+            let dst = (sy * gw + sx) * words;
+            maps[dst] = maps[src + 1];
+            maps[dst + 1] = maps[src + 3];
+        }
+    }
+    true
 }
 
 /// One octave's filled `f32` maps, for the `scan` of [`detect_with_fill_and_scan`]; shared by
@@ -401,7 +464,7 @@ pub fn fill_octave_rows(
     rows: core::ops::Range<usize>,
     out: &mut [u32],
 ) -> Result<(), SurfError> {
-    fill_rows::<PortableBoxSums>(ii, config, octave, rows, out, None)
+    fill_rows::<PortableBoxSums>(ii, config, octave, rows, out, None, 0)
 }
 
 /// [`fill_octave_rows`] faster on a machine with memory to spare: `columns` (at least
@@ -418,11 +481,34 @@ pub fn fill_octave_rows_with_columns(
     out: &mut [u32],
     columns: &mut [u32],
 ) -> Result<(), SurfError> {
-    fill_octave_rows_with_columns_inlined::<PortableBoxSums>(ii, config, octave, rows, out, columns)
+    fill_octave_rows_with_columns_from(ii, config, octave, rows, out, columns, 0)
 }
 
-/// The body of [`fill_octave_rows_with_columns`], inlined where it is called: the std backend
-/// compiles it with wider vector instructions where the CPU has them (as
+/// [`fill_octave_rows_with_columns`] of intervals `from_interval..4` only, for the `fill` of
+/// [`detect_with_shared_fill_and_scan`]: in `F32` precision, intervals below `from_interval`
+/// (0 or 2) are left as `out` holds them; `Packed8` fills every interval.
+pub fn fill_octave_rows_with_columns_from(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    out: &mut [u32],
+    columns: &mut [u32],
+    from_interval: u32,
+) -> Result<(), SurfError> {
+    fill_octave_rows_with_columns_inlined::<PortableBoxSums>(
+        ii,
+        config,
+        octave,
+        rows,
+        out,
+        columns,
+        from_interval,
+    )
+}
+
+/// The body of [`fill_octave_rows_with_columns_from`], inlined where it is called: the std
+/// backend compiles it with wider vector instructions where the CPU has them (as
 /// `surfcl_core::describe::describe_all_inlined`).
 #[inline(always)]
 pub fn fill_octave_rows_with_columns_inlined<B: BoxSums>(
@@ -432,8 +518,20 @@ pub fn fill_octave_rows_with_columns_inlined<B: BoxSums>(
     rows: core::ops::Range<usize>,
     out: &mut [u32],
     columns: &mut [u32],
+    from_interval: u32,
 ) -> Result<(), SurfError> {
-    fill_rows::<B>(ii, config, octave, rows, out, Some(columns))
+    if from_interval != 0 && from_interval != 2 {
+        return Err(SurfError::FirstInterval(from_interval));
+    }
+    fill_rows::<B>(
+        ii,
+        config,
+        octave,
+        rows,
+        out,
+        Some(columns),
+        from_interval as usize,
+    )
 }
 
 #[inline(always)]
@@ -444,6 +542,7 @@ fn fill_rows<B: BoxSums>(
     rows: core::ops::Range<usize>,
     out: &mut [u32],
     columns: Option<&mut [u32]>,
+    from: usize,
 ) -> Result<(), SurfError> {
     config.validate()?;
     check_octave(config, octave)?;
@@ -462,7 +561,7 @@ fn fill_rows<B: BoxSums>(
         });
     }
     match config.precision {
-        Precision::F32 => fill_f32_bits::<B>(ii, config, octave, rows, columns, out),
+        Precision::F32 => fill_f32_bits::<B>(ii, config, octave, rows, columns, out, from),
         Precision::Packed8 => {
             let table = PackedCodeTable::new(config.threshold);
             fill_packed(ii, config, octave, &table, rows, columns, out);

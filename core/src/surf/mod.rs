@@ -66,7 +66,8 @@ mod response;
 pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
     DetectStats, OctaveMaps, Refinement, ResponseCube, SampleSite, detect, detect_with_fill,
-    detect_with_fill_and_scan, exact_cube, fill_octave_rows, fill_octave_rows_with_columns,
+    detect_with_fill_and_scan, detect_with_shared_fill_and_scan, exact_cube, fill_octave_rows,
+    fill_octave_rows_with_columns, fill_octave_rows_with_columns_from,
     fill_octave_rows_with_columns_inlined, nms_border, refine_candidate, refine_exact,
 };
 pub use fixed::{
@@ -177,6 +178,8 @@ pub enum SurfError {
     /// An interval of an octave's scan is not 1 or 2 (the intervals with a scale above and
     /// below).
     Interval(u32),
+    /// The first interval of a fill is not 0 or 2 (see `fill_octave_rows_with_columns_from`).
+    FirstInterval(u32),
 }
 
 impl fmt::Display for SurfError {
@@ -196,6 +199,12 @@ impl fmt::Display for SurfError {
                 write!(f, "octave {octave} requested, only {octaves} configured")
             }
             SurfError::Interval(i) => write!(f, "interval {i} scanned, only 1 and 2 have maxima"),
+            SurfError::FirstInterval(i) => {
+                write!(
+                    f,
+                    "a fill from interval {i}: only 0 and 2 are shared boundaries"
+                )
+            }
             SurfError::ScratchLength { expected, actual } => {
                 write!(f, "buffer has {actual} words, {expected} required")
             }

@@ -263,6 +263,8 @@ fn for_each_response(
 /// are computed a whole row at a time by [`ColumnFilter::interior_row`] into a per-interval row of
 /// `rows_out` (the scratch after the column sums), then interleaved into `out`. Same bits as
 /// [`for_each_sample`]: see [`ColumnFilter::det_exact_in_f64`].
+///
+/// Intervals below `from` are left as `out` holds them (see [`fill_f32_bits`]).
 #[inline(always)]
 fn fill_f32_rows_with_columns<B: BoxSums>(
     ii: &IntegralImage,
@@ -271,6 +273,7 @@ fn fill_f32_rows_with_columns<B: BoxSums>(
     rows: Range<usize>,
     columns: &mut [u32],
     out: &mut [u32],
+    from: usize,
 ) {
     let step = sample_step(config, octave);
     let (gw, gh) = grid_size(ii.width(), ii.height(), step);
@@ -294,7 +297,8 @@ fn fill_f32_rows_with_columns<B: BoxSums>(
     let first = rows.start;
     for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = (sy * step) as i32;
-        for ((cf, inside, exact), responses) in filters.iter().zip(rows_out.chunks_exact_mut(gw)) {
+        let computed = filters.iter().zip(rows_out.chunks_exact_mut(gw)).skip(from);
+        for ((cf, inside, exact), responses) in computed {
             cf.column_sums(ii, row, v);
             let border = (0..inside.start).chain(inside.end..gw);
             for sx in border {
@@ -322,8 +326,16 @@ fn fill_f32_rows_with_columns<B: BoxSums>(
         let (r1, rest) = rest.split_at(gw);
         let (r2, r3) = rest.split_at(gw);
         let dst = &mut out[base * 4..(base + gw) * 4];
-        for ((((d, &a), &b), &c), &e) in dst.chunks_exact_mut(4).zip(r0).zip(r1).zip(r2).zip(r3) {
-            d.copy_from_slice(&[a, b, c, e]);
+        if from == 0 {
+            for ((((d, &a), &b), &c), &e) in dst.chunks_exact_mut(4).zip(r0).zip(r1).zip(r2).zip(r3)
+            {
+                d.copy_from_slice(&[a, b, c, e]);
+            }
+        } else {
+            // Intervals 0 and 1 came from the octave before (`from` is 0 or 2).
+            for ((d, &c), &e) in dst.chunks_exact_mut(4).zip(r2).zip(r3) {
+                d[2..].copy_from_slice(&[c, e]);
+            }
         }
     }
 }
@@ -634,7 +646,10 @@ pub fn compute_octave_packed(
 }
 
 /// The `f32` responses of grid rows `rows` of `octave` stored as bits in `out` (the scratch is
-/// `u32`; no unsafe casts). The caller has checked the length.
+/// `u32`; no unsafe casts). The caller has checked the length. With `columns`, intervals below
+/// `from` (0 or 2) are not computed: `out` already holds them (an octave's intervals 0 and 1 are
+/// the filters of the octave before's intervals 1 and 3, on a grid of half its resolution, see
+/// [`super::detect_with_shared_fill_and_scan`]); without, every interval is (the same bits).
 #[inline(always)]
 pub(crate) fn fill_f32_bits<B: BoxSums>(
     ii: &IntegralImage,
@@ -643,10 +658,13 @@ pub(crate) fn fill_f32_bits<B: BoxSums>(
     rows: Range<usize>,
     columns: Option<&mut [u32]>,
     out: &mut [u32],
+    from: usize,
 ) {
     debug_assert!(words_per_sample(super::Precision::F32) == 4);
     match columns {
-        Some(columns) => fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out),
+        Some(columns) => {
+            fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out, from)
+        }
         None => for_each_sample(ii, config, octave, rows, |i, r| {
             for (k, (v, _)) in r.iter().enumerate() {
                 out[i * 4 + k] = v.to_bits();

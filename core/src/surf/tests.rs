@@ -685,6 +685,114 @@ fn banded_scan_in_band_order_gives_the_keypoints_and_counts_of_detect() {
 }
 
 #[test]
+fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
+    // Octaves above 0 take intervals 0 and 1 from the octave before (F32); the fill computes
+    // only intervals 2 and 3, in bands of 7 rows. The maps must equal a full fill bit for bit and
+    // the keypoints those of `detect`, for both sample steps and up to 6 octaves.
+    let img = boat(2);
+    let ii = img.ii();
+    let columns_len = column_scratch_len(ii.width());
+    for (precision, step, octaves) in [
+        (Precision::F32, 2, 4),
+        (Precision::F32, 1, 6),
+        (Precision::Packed8, 2, 4),
+    ] {
+        let config = SurfConfig {
+            precision,
+            init_sample_step: step,
+            octaves,
+            ..SurfConfig::default()
+        };
+        let words = if precision == Precision::F32 { 4 } else { 1 };
+        let (expected, expected_stats) = detect_vec(&img, &config);
+        assert!(expected.len() > 100);
+        let mut scratch = vec![0u32; scratch_len(&config, ii.width(), ii.height()).unwrap()];
+        let mut storage = vec![Keypoint::default(); 200_000];
+        let mut sink = KeypointBuffer::new(&mut storage);
+        let mut columns = vec![0u32; columns_len];
+        let mut firsts = Vec::new();
+        let mut maps_seen = Vec::new();
+        let stats = detect_with_shared_fill_and_scan(
+            &ii,
+            &config,
+            &mut scratch,
+            &mut sink,
+            |o, gw, gh, from, maps| {
+                firsts.push(from);
+                let band = 7;
+                for (k, chunk) in maps.chunks_mut(band * gw * words).enumerate() {
+                    let rows = k * band..(k * band + band).min(gh);
+                    fill_octave_rows_with_columns_from(
+                        &ii,
+                        &config,
+                        o,
+                        rows,
+                        chunk,
+                        &mut columns,
+                        from,
+                    )?;
+                }
+                maps_seen.push(maps.to_vec());
+                Ok(())
+            },
+            |maps, sink, stats| {
+                for interval in 1..=2 {
+                    maps.scan_rows(interval, 0..maps.grid_height(), sink, stats)?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(sink.points(), &expected[..], "{precision:?} step {step}");
+        assert_eq!(stats, expected_stats, "{precision:?} step {step}");
+        // Every octave's maps as a full fill leaves them.
+        for (o, seen) in maps_seen.iter().enumerate() {
+            let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(&config, o as u32));
+            let mut full = vec![0u32; gw * gh * words];
+            fill_octave_rows(&ii, &config, o as u32, 0..gh, &mut full).unwrap();
+            assert!(seen == &full, "{precision:?} step {step} octave {o}");
+        }
+        // The sharing really ran: F32 octaves above 0 were filled from interval 2.
+        let shared = if precision == Precision::F32 { 2 } else { 0 };
+        assert_eq!(firsts[0], 0);
+        assert!(firsts.len() >= 3);
+        assert!(firsts[1..].iter().all(|&f| f == shared), "{firsts:?}");
+    }
+}
+
+#[test]
+fn fill_from_interval_2_leaves_intervals_0_and_1() {
+    let img = boat(1);
+    let ii = img.ii();
+    let config = SurfConfig::default();
+    let (gw, gh) = grid_size(ii.width(), ii.height(), sample_step(&config, 1));
+    let mut full = vec![0u32; gw * gh * 4];
+    fill_octave_rows(&ii, &config, 1, 0..gh, &mut full).unwrap();
+    let mut columns = vec![0u32; column_scratch_len(ii.width())];
+    let sentinel = 0xdead_beef;
+    let mut part = vec![sentinel; gw * gh * 4];
+    fill_octave_rows_with_columns_from(&ii, &config, 1, 0..gh, &mut part, &mut columns, 2).unwrap();
+    for (s, (p, f)) in part.chunks_exact(4).zip(full.chunks_exact(4)).enumerate() {
+        assert_eq!(&p[..2], &[sentinel, sentinel], "sample {s}");
+        assert_eq!(&p[2..], &f[2..], "sample {s}");
+    }
+    for bad in [1, 3, 4] {
+        assert_eq!(
+            fill_octave_rows_with_columns_from(
+                &ii,
+                &config,
+                1,
+                0..gh,
+                &mut part,
+                &mut columns,
+                bad
+            ),
+            Err(SurfError::FirstInterval(bad))
+        );
+    }
+}
+
+#[test]
 fn fill_octave_rows_checks_its_buffer() {
     let img = boat(1);
     let ii = img.ii();
