@@ -50,6 +50,15 @@ fn checkerboard(w: usize, h: usize, cell: usize, margin: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Euclidean distance between two descriptors.
+fn l2_distance(a: &[f32; 64], b: &[f32; 64]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f32>()
+        .sqrt()
+}
+
 fn pipeline(
     w: usize,
     h: usize,
@@ -295,12 +304,7 @@ fn descriptors_match_core_upright_describe() {
         for (kp, d) in out.keypoints.iter().zip(&out.descriptors) {
             assert_eq!(kp.scale, scale);
             let expected = describe(&ii, kp, true);
-            let dist = d
-                .iter()
-                .zip(&expected)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f32>()
-                .sqrt();
+            let dist = l2_distance(d, &expected);
             worst = worst.max(dist);
             assert!(
                 dist <= 1e-4,
@@ -335,12 +339,7 @@ fn descriptors_of_wide_frames_and_smaller_ones_after_them_match_the_core() {
         let ii = IntegralImage::compute(&image, &mut table).unwrap();
         for (kp, d) in out.keypoints.iter().zip(&out.descriptors) {
             let expected = describe(&ii, kp, true);
-            let dist = d
-                .iter()
-                .zip(&expected)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f32>()
-                .sqrt();
+            let dist = l2_distance(d, &expected);
             assert!(
                 dist <= 1e-4,
                 "{w}x{h}: descriptor at ({}, {}): L2 {dist}",
