@@ -60,6 +60,71 @@ pub struct CpuBackend {
     haar_cells: Vec<Vec<HaarCell>>,
     /// The bands of the parallel non-maximum suppression ([`scan_parallel`]).
     scan_bands: Vec<ScanBand>,
+    /// Whether upright description reads Haar maps ([`HaarMapPolicy`]).
+    map_policy: HaarMapPolicy,
+    /// The timings behind [`HaarMapPolicy::Timed`].
+    map_trials: MapTrials,
+}
+
+/// Whether the CPU backend describes upright keypoints from Haar maps (`surfcl_core::haar_map`:
+/// the Haar pair of every pixel for the wavelet sizes many keypoints share, computed first).
+/// The descriptors are the same bits either way; only the time differs, and which way is faster
+/// depends on the CPU's caches and the frame size (at 1920x1080 maps saved time on one
+/// development host and cost 20% of the frame on another: docs/BENCHMARKS.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HaarMapPolicy {
+    /// Time both on the first frames of each size (alternating, [`MAP_TRIALS`] frames) and then
+    /// keep the faster. The default.
+    #[default]
+    Timed,
+    /// Maps whenever enough keypoints share a wavelet size.
+    Always,
+    /// Never: every sample from the integral table.
+    Never,
+}
+
+/// Frames of one size that [`HaarMapPolicy::Timed`] times before it decides: every other one
+/// with maps.
+pub const MAP_TRIALS: u32 = 4;
+
+/// [`HaarMapPolicy::Timed`]'s measurements for the current frame size.
+#[derive(Debug, Clone, Copy, Default)]
+struct MapTrials {
+    size: (usize, usize),
+    trials: u32,
+    /// Best time per keypoint (maps and description) with and without maps, ns.
+    with_maps: Option<f64>,
+    without_maps: Option<f64>,
+}
+
+impl MapTrials {
+    /// Whether this frame (of `size`) should use maps; starts over when the size changes.
+    fn use_maps(&mut self, size: (usize, usize)) -> bool {
+        if self.size != size {
+            *self = Self {
+                size,
+                ..Self::default()
+            };
+        }
+        match (self.with_maps, self.without_maps) {
+            (Some(with), Some(without)) if self.trials >= MAP_TRIALS => with <= without,
+            _ => self.trials.is_multiple_of(2),
+        }
+    }
+
+    /// Records a trial frame's time per keypoint (no effect once decided).
+    fn record(&mut self, used_maps: bool, ns_per_keypoint: f64) {
+        if self.trials >= MAP_TRIALS || !ns_per_keypoint.is_finite() {
+            return;
+        }
+        self.trials += 1;
+        let best = if used_maps {
+            &mut self.with_maps
+        } else {
+            &mut self.without_maps
+        };
+        *best = Some(best.map_or(ns_per_keypoint, |b| b.min(ns_per_keypoint)));
+    }
 }
 
 impl CpuBackend {
@@ -67,6 +132,12 @@ impl CpuBackend {
     pub fn new() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self::with_threads(threads)
+    }
+
+    /// Sets whether upright description reads Haar maps ([`HaarMapPolicy`]; by default timed).
+    pub fn set_haar_map_policy(&mut self, policy: HaarMapPolicy) {
+        self.map_policy = policy;
+        self.map_trials = MapTrials::default();
     }
 
     /// A backend using at most `threads` threads (at least 1) for detection, description and
@@ -187,7 +258,14 @@ impl Backend for CpuBackend {
         // orientation has just brought into the cache, and maps gained 6% of its time at
         // 640x480 but lost 3% at 1920x1080 (docs/BENCHMARKS.md).
         let mut maps = Vec::new();
-        if upright {
+        let describe_start = Instant::now();
+        let use_maps = upright
+            && match self.map_policy {
+                HaarMapPolicy::Always => true,
+                HaarMapPolicy::Never => false,
+                HaarMapPolicy::Timed => self.map_trials.use_maps((width, height)),
+            };
+        if use_maps {
             let start = Instant::now();
             maps = haar_maps(&ii, &keypoints, pool, &mut self.haar_cells)?;
             if !maps.is_empty() {
@@ -201,6 +279,12 @@ impl Backend for CpuBackend {
         let start = Instant::now();
         let descriptors =
             describe_parallel(&ii, &mut keypoints, upright, &maps, pool, &mut self.spatial)?;
+        // A trial counts only where maps were worth making at all (enough keypoints share a
+        // wavelet size) or were not asked for: otherwise both ways are the same work.
+        if upright && self.map_policy == HaarMapPolicy::Timed && (!use_maps || !maps.is_empty()) {
+            let ns = describe_start.elapsed().as_secs_f64() * 1e9 / keypoints.len().max(1) as f64;
+            self.map_trials.record(use_maps, ns);
+        }
         timings.push(StageTiming {
             name: if upright {
                 "describe"

@@ -207,3 +207,49 @@ fn backend_detection_equals_the_portable_core() {
         }
     }
 }
+
+#[test]
+fn haar_map_policy_changes_the_time_not_the_descriptors() {
+    // Timed (the default): the first MAP_TRIALS frames of a size alternate with and without
+    // maps, then one choice is kept; a new size starts over. Always and Never are what they say.
+    // Every frame's keypoints and descriptors are the same bits.
+    use surfcl_gpu::cpu::{HaarMapPolicy, MAP_TRIALS};
+    let image = boat(1);
+    let small = boat(2);
+    let mut backend = CpuBackend::with_threads(1);
+    let reference = detect(&mut backend, &image, true);
+    assert!(used_haar_maps(&reference));
+    let bits = |f: &Features| {
+        let d: Vec<_> = f.descriptors.iter().map(|d| d.map(f32::to_bits)).collect();
+        (f.keypoints.clone(), d)
+    };
+    let mut uses = vec![true];
+    for _ in 1..MAP_TRIALS + 3 {
+        let f = detect(&mut backend, &image, true);
+        assert_eq!(bits(&f), bits(&reference));
+        uses.push(used_haar_maps(&f));
+    }
+    let trials = MAP_TRIALS as usize;
+    let alternating: Vec<bool> = (0..trials).map(|k| k % 2 == 0).collect();
+    assert_eq!(uses[..trials], alternating[..], "{uses:?}");
+    assert!(
+        uses[trials..].iter().all(|&u| u == uses[trials]),
+        "{uses:?}"
+    );
+    // Another size: the trials start over, with maps first.
+    let view = small.view().unwrap();
+    let mut params = DetectParams::default();
+    params.surf.upright = true;
+    let cropped: Vec<u8> = view.pixels()[..view.width() * 400].to_vec();
+    let other = surfcl_core::GrayImage::new(&cropped, view.width(), 400).unwrap();
+    assert!(used_haar_maps(&backend.detect(&other, &params).unwrap()));
+    assert!(!used_haar_maps(&backend.detect(&other, &params).unwrap()));
+    for (policy, expected) in [(HaarMapPolicy::Always, true), (HaarMapPolicy::Never, false)] {
+        backend.set_haar_map_policy(policy);
+        for _ in 0..3 {
+            let f = detect(&mut backend, &image, true);
+            assert_eq!(used_haar_maps(&f), expected, "{policy:?}");
+            assert_eq!(bits(&f), bits(&reference), "{policy:?}");
+        }
+    }
+}
