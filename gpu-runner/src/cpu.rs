@@ -69,8 +69,8 @@ pub struct CpuBackend {
 /// Whether the CPU backend describes upright keypoints from Haar maps (`surfcl_core::haar_map`:
 /// the Haar pair of every pixel for the wavelet sizes many keypoints share, computed first).
 /// The descriptors are the same bits either way; only the time differs, and which way is faster
-/// depends on the CPU's caches and the frame size (at 1920x1080 maps saved time on one
-/// development host and cost 20% of the frame on another: docs/BENCHMARKS.md).
+/// depends on the CPU and the frame size (at 1920x1080 maps made the frame at most 3% faster on
+/// one development host and 20% slower on another: docs/BENCHMARKS.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum HaarMapPolicy {
     /// Time both on the first frames of each size (alternating, [`MAP_TRIALS`] frames) and then
