@@ -91,11 +91,13 @@ fn print_stages(
         let features = backend.detect(image, params).expect("detection failed");
         keypoints = features.keypoints.len();
         totals.push(features.timings.iter().map(|t| t.ms).sum::<f64>());
-        for (i, t) in features.timings.iter().enumerate() {
-            if per_stage.len() <= i {
-                per_stage.push((t.name.clone(), Vec::new()));
+        // By name: a stage may run in some frames only (the Haar maps while the backend
+        // times them, `HaarMapPolicy::Timed`).
+        for t in &features.timings {
+            match per_stage.iter_mut().find(|(name, _)| *name == t.name) {
+                Some((_, times)) => times.push(t.ms),
+                None => per_stage.push((t.name.clone(), vec![t.ms])),
             }
-            per_stage[i].1.push(t.ms);
         }
     }
     let median = |mut v: Vec<f64>| {
@@ -104,7 +106,11 @@ fn print_stages(
     };
     let mut line = format!("{label}: {keypoints} keypoints, median ms:");
     for (name, times) in per_stage {
+        let runs = times.len();
         line.push_str(&format!(" {name} {:.2}", median(times)));
+        if runs < frames {
+            line.push_str(&format!(" ({runs} of {frames} frames)"));
+        }
     }
     let best = totals.iter().copied().fold(f64::INFINITY, f64::min);
     println!("{line}; frame best {best:.2} median {:.2}", median(totals));

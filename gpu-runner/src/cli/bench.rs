@@ -147,8 +147,10 @@ fn frame(source: &image::GrayImage, width: usize, height: usize) -> Vec<u8> {
 /// `{"stage", "ms"}` in execution order: an array, not a map, so the order stays. A stage that
 /// runs several times in a frame (an OpenCL kernel per octave) counts with the sum of its runs.
 fn stage_medians(frames: &[Vec<StageTiming>]) -> Vec<Value> {
+    // Every stage of any frame, in the order first seen: some run in a few frames only (the
+    // CPU backend's Haar maps while it times them); a frame without a stage counts 0 for it.
     let mut names: Vec<&str> = Vec::new();
-    for t in frames.first().into_iter().flatten() {
+    for t in frames.iter().flatten() {
         if !names.contains(&t.name.as_str()) {
             names.push(&t.name);
         }
