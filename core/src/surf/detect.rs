@@ -313,14 +313,9 @@ pub fn detect_with_fill_and_scan<S: KeypointSink>(
     mut fill: impl FnMut(u32, usize, usize, &mut [u32]) -> Result<(), SurfError>,
     scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
 ) -> Result<DetectStats, SurfError> {
-    detect_with_shared_fill_and_scan(
-        ii,
-        config,
-        scratch,
-        sink,
-        |octave, gw, gh, _, maps| fill(octave, gw, gh, maps),
-        scan,
-    )
+    // No intervals are moved between octaves: `fill` computes all four.
+    let fill_all = |octave, gw, gh, _: u32, maps: &mut [u32]| fill(octave, gw, gh, maps);
+    detect_octaves(ii, config, scratch, sink, false, fill_all, scan)
 }
 
 /// [`detect_with_fill_and_scan`] that reuses responses across octaves: octave `o`'s intervals 0
@@ -338,6 +333,20 @@ pub fn detect_with_shared_fill_and_scan<S: KeypointSink>(
     config: &SurfConfig,
     scratch: &mut [u32],
     sink: &mut S,
+    fill: impl FnMut(u32, usize, usize, u32, &mut [u32]) -> Result<(), SurfError>,
+    scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
+    detect_octaves(ii, config, scratch, sink, true, fill, scan)
+}
+
+/// The body of [`detect_with_fill_and_scan`] (`share = false`: every `fill` is told interval
+/// 0) and [`detect_with_shared_fill_and_scan`] (`share = true`).
+fn detect_octaves<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+    share: bool,
     mut fill: impl FnMut(u32, usize, usize, u32, &mut [u32]) -> Result<(), SurfError>,
     mut scan: impl FnMut(&OctaveMaps<'_>, &mut S, &mut DetectStats) -> Result<(), SurfError>,
 ) -> Result<DetectStats, SurfError> {
@@ -357,7 +366,7 @@ pub fn detect_with_shared_fill_and_scan<S: KeypointSink>(
                 scan_packed(ii, config, octave, &view, sink, stats);
             } else {
                 // `drive` visits the octaves in order, so the scratch holds octave - 1's maps.
-                let from = if octave > 0 {
+                let from = if share && octave > 0 {
                     let step = sample_step(config, octave - 1);
                     let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
                     if take_shared_intervals(scratch, previous_gw, gw, gh) {
