@@ -110,12 +110,13 @@ inline float surf_atan2(float y, float x) {
 // bands of INTEGRAL_BAND rows: integral_band_sums gives every band the sums of its columns
 // above it, integral_bands makes each band's rows from those in one work-group.
 //
-// frame.rs (IntegralKernels) repeats these three constants and the local memory layout of
-// integral_bands; a test there checks that the constants agree.
-
-#define INTEGRAL_BAND 16  // rows per band
-#define INTEGRAL_COLS 8   // adjacent columns per work-item of integral_bands (uchar8 / uint8)
-#define INTEGRAL_SEG 16   // work-items per segment of integral_bands' row scans
+// INTEGRAL_BAND (rows per band), INTEGRAL_COLS (adjacent columns per work-item of
+// integral_bands) and INTEGRAL_SEG (work-items per segment of its row scans) come from the host
+// as -D build options: frame.rs (INTEGRAL_DEFINES) is their one definition, and it sizes the
+// local memory layout of integral_bands below.
+#if INTEGRAL_COLS != 8
+#error "integral_bands loads and scans its columns as uchar8 / uint8"
+#endif
 
 // Sums above every band, into `band_sums` (rows of `width` words). A work-group covers
 // `strip_cols` adjacent columns (each row's bytes in one memory sector) and a chunk of

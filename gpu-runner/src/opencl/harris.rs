@@ -36,7 +36,7 @@ use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
     DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    IntegralKernels, Launch, descriptor_kernel, run_frame,
+    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS};
@@ -248,7 +248,7 @@ impl HarrisPipeline {
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         // surf.cl's kernels, in this pipeline's own program object with its own buffers.
         let describe = if config.describe {
-            let program = gpu.program("surf.cl", SURF_CL, &[])?;
+            let program = gpu.program("surf.cl", SURF_CL, &INTEGRAL_DEFINES)?;
             let integral = gpu.buffer::<u32>("integral image", (mw + 1) * (mh + 1), rw)?;
             let kernels = IntegralKernels::new(&gpu, &program, &io, &integral, None)?;
             let descriptor =

@@ -39,7 +39,7 @@ use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
     DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    IntegralKernels, Launch, descriptor_kernel, run_frame,
+    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
@@ -181,7 +181,7 @@ impl Pipeline {
         let cand = gpu.buffer::<u32>("candidates", cand_capacity * KP_WORDS, rw)?;
         let keys = gpu.buffer::<u64>("candidate keys", cand_capacity, rw)?;
 
-        let program = gpu.program("surf.cl", SURF_CL, &[])?;
+        let program = gpu.program("surf.cl", SURF_CL, &INTEGRAL_DEFINES)?;
         let build = |name: &'static str| gpu.kernel(&program, name);
         let err = OpenClError::runtime;
         let (w0, h0) = (config.max_width as i32, config.max_height as i32);
