@@ -3,8 +3,10 @@
 //! The backend owns a [`rayon`] pool of `std::thread::available_parallelism()` threads (or the
 //! number given to [`CpuBackend::with_threads`]). SURF detection fills each octave's response
 //! maps in bands of rows on it, then scans them in bands of rows (the core's
-//! `surf::detect_with_fill_and_scan`: each band's keypoints are offered to the frame's sink in
-//! band order, the single-threaded order); description hands out small runs of
+//! `surf::detect_with_shared_fill_and_scan`: each band's keypoints are offered to the frame's
+//! sink in band order, the single-threaded order). With one thread, each band of rows is
+//! scanned as soon as it is filled (`surf::detect_with_shared_banded_fill`), while its maps are
+//! still in the cache. Description hands out small runs of
 //! keypoints (their cost varies with the scale, so work stealing balances the threads) and
 //! matching splits the queries. All give exactly the single-threaded result: every response
 //! sample, descriptor and query is independent, and the matcher's range functions are made for
@@ -218,17 +220,41 @@ impl Backend for CpuBackend {
                 ensure_len(&mut self.surf_scratch, need);
                 let (config, pool) = (&params.surf, self.pool.as_deref());
                 let bands = &mut self.scan_bands;
-                surf::detect_with_shared_fill_and_scan(
-                    &ii,
-                    config,
-                    &mut self.surf_scratch[..need],
-                    &mut sink,
-                    |octave, grid_w, grid_h, from, maps| {
-                        let grid = (grid_w, grid_h);
-                        fill_parallel(&ii, config, octave, grid, from, maps, pool)
-                    },
-                    |maps, sink, stats| scan_parallel(maps, sink, stats, pool, bands),
-                )?;
+                let scratch = &mut self.surf_scratch[..need];
+                if pool.is_none() {
+                    // One thread: each band of rows scanned while its maps are in the cache.
+                    let mut columns = vec![0u32; surf::column_scratch_len(width)];
+                    surf::detect_with_shared_banded_fill(
+                        &ii,
+                        config,
+                        scratch,
+                        &mut sink,
+                        SCAN_AFTER_ROWS,
+                        |octave, rows, from, maps| {
+                            fill_octave_rows_widest(
+                                &ii,
+                                config,
+                                octave,
+                                rows,
+                                maps,
+                                &mut columns,
+                                from,
+                            )
+                        },
+                    )?;
+                } else {
+                    surf::detect_with_shared_fill_and_scan(
+                        &ii,
+                        config,
+                        scratch,
+                        &mut sink,
+                        |octave, grid_w, grid_h, from, maps| {
+                            let grid = (grid_w, grid_h);
+                            fill_parallel(&ii, config, octave, grid, from, maps, pool)
+                        },
+                        |maps, sink, stats| scan_parallel(maps, sink, stats, pool, bands),
+                    )?;
+                }
                 params.surf.upright
             }
             DetectorKind::Harris => {
@@ -360,6 +386,10 @@ const KEYPOINTS_PER_TASK: usize = 32;
 
 /// Grid rows filled per task.
 const ROWS_PER_TASK: usize = 8;
+
+/// Grid rows filled before they are scanned on one thread
+/// ([`surf::detect_with_shared_banded_fill`]): a band of 1920x1080's octave 0 is 240 KB of maps.
+const SCAN_AFTER_ROWS: usize = 16;
 
 /// Fills `octave`'s response maps (`grid_w x grid_h` samples in `maps`, intervals
 /// `from_interval..4`, see `surf::detect_with_shared_fill_and_scan`) in bands of

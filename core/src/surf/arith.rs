@@ -12,6 +12,7 @@ use super::response::{PortableBoxSums, fill_f32_bits};
 use super::{INTERVALS, SurfConfig, SurfError};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
+use crate::math;
 
 mod sealed {
     pub trait Sealed {}
@@ -210,20 +211,31 @@ pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
     for sy in interior {
         let samples = &maps[sy * gw * 4..(sy + 1) * gw * 4];
         let lane = |sx: usize| A::value(samples[sx * 4 + interval]);
+        let (above_row, below_row) = (
+            &maps[(sy - 1) * gw * 4..sy * gw * 4],
+            &maps[(sy + 1) * gw * 4..(sy + 2) * gw * 4],
+        );
+        let up = |sx: usize| A::value(above_row[sx * 4 + interval]);
+        let down = |sx: usize| A::value(below_row[sx * 4 + interval]);
         // The full test's rejection, `n >= v` (false for NaN), kept in that form.
         let rejects = |n: A::Value, v: A::Value| n >= v;
-        // Most samples are below the threshold or below a neighbour in their row, and
-        // which ones is unpredictable: those two tests are made for 64 samples at a time
-        // without branches, into a mask whose set bits are then visited. The two
-        // neighbours are two of the 26 of the full test below, tested in the same form
-        // (`n >= v` rejects, so a NaN neighbour does not), so the maxima are the same.
+        // Most samples are below the threshold or below a neighbour in their row or column,
+        // and which ones is unpredictable: those tests are made for 64 samples at a time
+        // without branches, into a mask whose set bits are then visited. The four
+        // neighbours (left, right, above, below in the same interval) are four of the 26 of
+        // the full test below, tested in the same form (`n >= v` rejects, so a NaN neighbour
+        // does not), so the maxima are the same.
         for first in columns.clone().step_by(64) {
             let end = (first + 64).min(columns.end);
             let (mut above, mut mask) = (0u64, 0u64);
             for (bit, sx) in (first..end).enumerate() {
                 let v = lane(sx);
                 let reaches = A::reaches(v, threshold);
-                let keep = reaches & !rejects(lane(sx - 1), v) & !rejects(lane(sx + 1), v);
+                let keep = reaches
+                    & !rejects(lane(sx - 1), v)
+                    & !rejects(lane(sx + 1), v)
+                    & !rejects(up(sx), v)
+                    & !rejects(down(sx), v);
                 above |= u64::from(reaches) << bit;
                 mask |= u64::from(keep) << bit;
             }
@@ -233,31 +245,74 @@ pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
                 let sx = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
                 let v = at(sx, sy, interval);
-                let mut cube = [[[A::Value::default(); 3]; 3]; 3];
-                let mut is_max = true;
-                'outer: for (ds, plane) in cube.iter_mut().enumerate() {
-                    for (dy, row) in plane.iter_mut().enumerate() {
-                        for (dx, value) in row.iter_mut().enumerate() {
-                            let n = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
-                            if n >= v && (ds, dy, dx) != (1, 1, 1) {
-                                is_max = false;
-                                break 'outer;
+                if strict_maximum::<A>(maps, gw, sx, sy, interval, v) {
+                    let mut cube = [[[A::Value::default(); 3]; 3]; 3];
+                    for (ds, plane) in cube.iter_mut().enumerate() {
+                        for (dy, row) in plane.iter_mut().enumerate() {
+                            for (dx, value) in row.iter_mut().enumerate() {
+                                *value = at(sx + dx - 1, sy + dy - 1, interval + ds - 1);
                             }
-                            *value = n;
                         }
                     }
+                    let site = SampleSite {
+                        octave: octave as u8,
+                        interval: interval as u8,
+                        sx: sx as u32,
+                        sy: sy as u32,
+                    };
+                    record(A::decide(ii, config, threshold, site, &cube), sink, stats);
                 }
-                if !is_max {
-                    continue;
-                }
-                let site = SampleSite {
-                    octave: octave as u8,
-                    interval: interval as u8,
-                    sx: sx as u32,
-                    sy: sy as u32,
-                };
-                record(A::decide(ii, config, threshold, site, &cube), sink, stats);
             }
         }
+    }
+}
+
+/// Whether the response `v` at `(sx, sy, interval)` is above all 26 neighbours of its 3x3x3
+/// cube: no neighbour `n` with `n >= v` (so a NaN neighbour does not reject, and a NaN `v` is
+/// rejected by nothing here; the threshold test before has refused it).
+///
+/// Where there are SIMD units the 26 tests are all made, without branches: which test rejects
+/// a candidate is unpredictable, and on a textured 1080p frame the mispredicted early exits
+/// were most of the scan. A microcontroller, which predicts nothing, keeps the early exit.
+#[inline(always)]
+fn strict_maximum<A: Arithmetic>(
+    maps: &[u32],
+    gw: usize,
+    sx: usize,
+    sy: usize,
+    interval: usize,
+    v: A::Value,
+) -> bool {
+    // The words of row `sy + dy - 1`, columns `sx - 1 ..= sx + 1`, from interval `interval - 1`:
+    // column `dx`, interval `interval + ds - 1` is word `4 dx + ds`.
+    let row = |dy: usize| {
+        let first = ((sy + dy - 1) * gw + sx - 1) * 4 + interval - 1;
+        &maps[first..first + 11]
+    };
+    if math::SIMD_UNITS {
+        let mut rejected = false;
+        for dy in 0..3 {
+            let words = row(dy);
+            for dx in 0..3 {
+                for ds in 0..3 {
+                    if (ds, dy, dx) != (1, 1, 1) {
+                        rejected |= A::value(words[4 * dx + ds]) >= v;
+                    }
+                }
+            }
+        }
+        !rejected
+    } else {
+        for ds in 0..3 {
+            for dy in 0..3 {
+                let words = row(dy);
+                for dx in 0..3 {
+                    if (ds, dy, dx) != (1, 1, 1) && A::value(words[4 * dx + ds]) >= v {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 }

@@ -339,6 +339,112 @@ pub fn detect_with_shared_fill_and_scan<S: KeypointSink>(
     detect_octaves(ii, config, scratch, sink, true, fill, scan)
 }
 
+/// [`detect_with_shared_fill_and_scan`] with each octave filled and scanned in bands of
+/// `band_rows` grid rows: `fill(octave, rows, from_interval, out)` fills grid rows `rows` into
+/// `out` (those rows only, as [`fill_octave_rows_with_columns_from`] does; intervals below
+/// `from_interval` are the shared ones, already in place), and the rows whose neighbours are
+/// all filled are scanned right away, while the band's maps are still in the cache. Filled and
+/// then scanned whole, a 1920x1080 octave's maps (8 MB) went through memory once more per
+/// interval scanned, and the scan's reads of the row below a candidate waited for memory.
+///
+/// The keypoints are those of [`detect`] bit for bit: the sink keeps the strongest under a
+/// total order whatever the order they are offered in ([`KeypointSink`]), and the counts are
+/// sums. `Packed8` maps are filled whole (one `fill` of all rows) and scanned here.
+pub fn detect_with_shared_banded_fill<S: KeypointSink>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+    band_rows: usize,
+    mut fill: impl FnMut(u32, core::ops::Range<usize>, u32, &mut [u32]) -> Result<(), SurfError>,
+) -> Result<DetectStats, SurfError> {
+    let expected = scratch_len(config, ii.width(), ii.height())?;
+    let band_rows = band_rows.max(1);
+    drive(
+        ii,
+        config,
+        scratch,
+        expected,
+        sink,
+        |octave, gw, gh, scratch, sink, stats| {
+            if config.precision == Precision::Packed8 {
+                let maps = &mut scratch[..gw * gh];
+                fill(octave, 0..gh, 0, maps)?;
+                let view = PackedResponses::new_checked(maps, gw, gh)?;
+                scan_packed(ii, config, octave, &view, sink, stats);
+                return Ok(());
+            }
+            // Octave o's intervals 0 and 1 are moved from octave o - 1's maps band by band,
+            // just before the band's other intervals are filled.
+            let previous_gw = match octave {
+                0 => None,
+                _ => {
+                    let step = sample_step(config, octave - 1);
+                    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
+                    Some(previous_gw).filter(|&p| shared_grids_nest(scratch.len(), p, gw, gh))
+                }
+            };
+            let from = if previous_gw.is_some() { 2 } else { 0 };
+            let words_per_row = gw * INTERVALS as usize;
+            let mut scanned = 0;
+            for start in (0..gh).step_by(band_rows) {
+                let end = (start + band_rows).min(gh);
+                if let Some(previous_gw) = previous_gw {
+                    move_shared_rows(scratch, previous_gw, gw, start..end);
+                }
+                let maps = &mut scratch[..gh * words_per_row];
+                fill(
+                    octave,
+                    start..end,
+                    from,
+                    &mut maps[start * words_per_row..end * words_per_row],
+                )?;
+                // A row is scanned once the row below it is filled too.
+                let ready = if end == gh { gh } else { end - 1 };
+                for interval in 1..=2 {
+                    scan_interval_rows::<Float, S>(
+                        ii,
+                        config,
+                        octave,
+                        maps,
+                        gw,
+                        gh,
+                        interval,
+                        scanned..ready,
+                        sink,
+                        stats,
+                    );
+                }
+                scanned = ready;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// With `share`, moves octave `octave - 1`'s intervals 1 and 3 (still in `scratch`) into
+/// intervals 0 and 1 of this octave's grid ([`take_shared_intervals`]) and returns the first
+/// interval left to fill, 2; otherwise, or for octave 0, 0.
+fn shared_intervals_in_place(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    scratch: &mut [u32],
+    gw: usize,
+    gh: usize,
+) -> u32 {
+    if octave == 0 {
+        return 0;
+    }
+    let step = sample_step(config, octave - 1);
+    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
+    if take_shared_intervals(scratch, previous_gw, gw, gh) {
+        2
+    } else {
+        0
+    }
+}
+
 /// The body of [`detect_with_fill_and_scan`] (`share = false`: every `fill` is told interval
 /// 0) and [`detect_with_shared_fill_and_scan`] (`share = true`).
 fn detect_octaves<S: KeypointSink>(
@@ -366,14 +472,8 @@ fn detect_octaves<S: KeypointSink>(
                 scan_packed(ii, config, octave, &view, sink, stats);
             } else {
                 // `drive` visits the octaves in order, so the scratch holds octave - 1's maps.
-                let from = if share && octave > 0 {
-                    let step = sample_step(config, octave - 1);
-                    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
-                    if take_shared_intervals(scratch, previous_gw, gw, gh) {
-                        2
-                    } else {
-                        0
-                    }
+                let from = if share {
+                    shared_intervals_in_place(ii, config, octave, scratch, gw, gh)
                 } else {
                     0
                 };
@@ -400,12 +500,31 @@ fn detect_octaves<S: KeypointSink>(
 /// is read. Returns `false`, moving nothing, when the grids do not nest that way (never with the
 /// grids of [`grid_size`]).
 fn take_shared_intervals(maps: &mut [u32], previous_gw: usize, gw: usize, gh: usize) -> bool {
-    let words = INTERVALS as usize;
-    let previous_rows = (2 * gh).saturating_sub(1);
-    if gh == 0 || 2 * gw > previous_gw || previous_rows * previous_gw * words > maps.len() {
+    if !shared_grids_nest(maps.len(), previous_gw, gw, gh) {
         return false;
     }
-    for sy in 0..gh {
+    move_shared_rows(maps, previous_gw, gw, 0..gh);
+    true
+}
+
+/// Whether this octave's grid `gw x gh` nests in the previous one's (`previous_gw` wide) as
+/// [`take_shared_intervals`] needs, within `len` words of maps.
+fn shared_grids_nest(len: usize, previous_gw: usize, gw: usize, gh: usize) -> bool {
+    let previous_rows = (2 * gh).saturating_sub(1);
+    gh > 0 && 2 * gw <= previous_gw && previous_rows * previous_gw * INTERVALS as usize <= len
+}
+
+/// The moves of [`take_shared_intervals`] for this octave's grid rows `rows` only. Rows moved in
+/// increasing order, band after band, are the same moves in the same order: a row's sources
+/// (previous row `2 sy`) lie after every destination of the rows before it.
+fn move_shared_rows(
+    maps: &mut [u32],
+    previous_gw: usize,
+    gw: usize,
+    rows: core::ops::Range<usize>,
+) {
+    let words = INTERVALS as usize;
+    for sy in rows {
         for sx in 0..gw {
             let src = (2 * sy * previous_gw + 2 * sx) * words;
             let dst = (sy * gw + sx) * words;
@@ -413,7 +532,6 @@ fn take_shared_intervals(maps: &mut [u32], previous_gw: usize, gw: usize, gh: us
             maps[dst + 1] = maps[src + 3];
         }
     }
-    true
 }
 
 /// One octave's filled `f32` maps, for the `scan` of [`detect_with_fill_and_scan`]; shared by

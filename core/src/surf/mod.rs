@@ -66,9 +66,10 @@ mod response;
 pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
 pub use detect::{
     DetectStats, OctaveMaps, Refinement, ResponseCube, SampleSite, detect, detect_with_fill,
-    detect_with_fill_and_scan, detect_with_shared_fill_and_scan, exact_cube, fill_octave_rows,
-    fill_octave_rows_with_columns, fill_octave_rows_with_columns_from,
-    fill_octave_rows_with_columns_inlined, nms_border, refine_candidate, refine_exact,
+    detect_with_fill_and_scan, detect_with_shared_banded_fill, detect_with_shared_fill_and_scan,
+    exact_cube, fill_octave_rows, fill_octave_rows_with_columns,
+    fill_octave_rows_with_columns_from, fill_octave_rows_with_columns_inlined, nms_border,
+    refine_candidate, refine_exact,
 };
 pub use fixed::{
     FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,

@@ -761,6 +761,89 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
 }
 
 #[test]
+fn banded_fill_and_scan_gives_the_keypoints_of_detect() {
+    // Each octave filled in bands, each band's complete rows scanned at once into the frame's
+    // sink: the keypoints arrive interleaved across intervals, yet the kept set, its order and
+    // the counts must be `detect`'s, for any band height (1 row, a few, more than the grid), with
+    // a sink large enough for all and with one that keeps only the strongest 40.
+    let img = boat(2);
+    let ii = img.ii();
+    let mut columns = vec![0u32; column_scratch_len(ii.width())];
+    for (precision, step, octaves) in [
+        (Precision::F32, 2, 4),
+        (Precision::F32, 1, 6),
+        (Precision::Packed8, 2, 4),
+    ] {
+        let config = SurfConfig {
+            precision,
+            init_sample_step: step,
+            octaves,
+            ..SurfConfig::default()
+        };
+        let words = if precision == Precision::F32 { 4 } else { 1 };
+        let mut scratch = vec![0u32; scratch_len(&config, ii.width(), ii.height()).unwrap()];
+        for capacity in [200_000, 40] {
+            let mut storage = vec![Keypoint::default(); capacity];
+            let expected = {
+                let mut sink = KeypointBuffer::new(&mut storage);
+                let stats = detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+                (sink.points().to_vec(), stats)
+            };
+            assert!(expected.0.len() >= 40.min(capacity));
+            for band in [1, 3, 16, 10_000] {
+                // Rows not filled yet read as the largest response: a row scanned before the
+                // row below it is filled would lose its maxima.
+                scratch.fill(f32::MAX.to_bits());
+                let mut sink = KeypointBuffer::new(&mut storage);
+                let mut fills: Vec<(u32, core::ops::Range<usize>, u32)> = Vec::new();
+                let stats = detect_with_shared_banded_fill(
+                    &ii,
+                    &config,
+                    &mut scratch,
+                    &mut sink,
+                    band,
+                    |o, rows, from, maps| {
+                        let (gw, _) = grid_size(ii.width(), ii.height(), sample_step(&config, o));
+                        assert_eq!(maps.len(), rows.len() * gw * words);
+                        fills.push((o, rows.clone(), from));
+                        fill_octave_rows_with_columns_from(
+                            &ii,
+                            &config,
+                            o,
+                            rows,
+                            maps,
+                            &mut columns,
+                            from,
+                        )
+                    },
+                )
+                .unwrap();
+                let case = format!("{precision:?} step {step} band {band} capacity {capacity}");
+                assert_eq!(sink.points(), &expected.0[..], "{case}");
+                assert_eq!(stats, expected.1, "{case}");
+                // The bands of each octave cover its grid rows in order, F32 octaves above 0
+                // filled from interval 2 (their intervals 0 and 1 moved from the octave before).
+                let mut next = (0u32, 0usize);
+                for (o, rows, from) in &fills {
+                    if *o != next.0 {
+                        assert_eq!((*o, next.1 > 0), (next.0 + 1, true), "{case}");
+                        next = (*o, 0);
+                    }
+                    assert_eq!(rows.start, next.1, "{case}");
+                    let (_, gh) = grid_size(ii.width(), ii.height(), sample_step(&config, *o));
+                    let band_rows = if words == 1 { gh } else { band.min(gh) };
+                    assert_eq!(rows.end, (rows.start + band_rows).min(gh), "{case}");
+                    let shared = precision == Precision::F32 && *o > 0;
+                    assert_eq!(*from, if shared { 2 } else { 0 }, "{case}");
+                    next.1 = rows.end;
+                }
+                assert!(next.0 >= 2, "{case}");
+            }
+        }
+    }
+}
+
+#[test]
 fn fill_from_interval_2_leaves_intervals_0_and_1() {
     let img = boat(1);
     let ii = img.ii();
