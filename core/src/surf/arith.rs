@@ -227,8 +227,11 @@ pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
         // does not), so the maxima are the same.
         for first in columns.clone().step_by(64) {
             let end = (first + 64).min(columns.end);
-            let (mut above, mut mask) = (0u64, 0u64);
-            for (bit, sx) in (first..end).enumerate() {
+            // One byte per sample first (a vector compare), then packed into bits: shifting
+            // each test's bit into a `u64` in the loop kept it from vectorising.
+            let mut keeps = [0u8; 64];
+            let mut reached = 0usize;
+            for (keep_byte, sx) in keeps.iter_mut().zip(first..end) {
                 let v = lane(sx);
                 let reaches = A::reaches(v, threshold);
                 let keep = reaches
@@ -236,11 +239,12 @@ pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
                     & !rejects(lane(sx + 1), v)
                     & !rejects(up(sx), v)
                     & !rejects(down(sx), v);
-                above |= u64::from(reaches) << bit;
-                mask |= u64::from(keep) << bit;
+                reached += usize::from(reaches);
+                *keep_byte = u8::from(keep);
             }
             // `candidates` counts every sample at or above the threshold, as before.
-            stats.candidates += above.count_ones() as usize;
+            stats.candidates += reached;
+            let mut mask = pack_bits(&keeps);
             while mask != 0 {
                 let sx = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
@@ -265,6 +269,20 @@ pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
             }
         }
     }
+}
+
+/// Bit `i` of the result is `bytes[i]`, for bytes that are 0 or 1: eight bytes at a time, a
+/// multiplication gathers them into the top byte (`0x0102040810204080` puts byte `i` at bit
+/// `56 + i`; the partial sums of the lower bytes stay below 256, so nothing carries into it).
+#[inline(always)]
+fn pack_bits(bytes: &[u8; 64]) -> u64 {
+    let (chunks, _) = bytes.as_chunks::<8>();
+    let mut bits = 0u64;
+    for (k, chunk) in chunks.iter().enumerate() {
+        let spread = u64::from_le_bytes(*chunk);
+        bits |= (spread.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    bits
 }
 
 /// Whether the response `v` at `(sx, sy, interval)` is above all 26 neighbours of its 3x3x3
@@ -314,5 +332,34 @@ fn strict_maximum<A: Arithmetic>(
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack_bits;
+
+    #[test]
+    fn pack_bits_is_the_bitwise_definition() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for case in 0..2000 {
+            // Random bytes of 0 and 1, plus all-zero and all-one rows.
+            let mut bytes = [0u8; 64];
+            for b in bytes.iter_mut() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                *b = match case {
+                    0 => 0,
+                    1 => 1,
+                    _ => (state >> 60) as u8 & 1,
+                };
+            }
+            let expected = bytes
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (i, &b)| m | (u64::from(b) << i));
+            assert_eq!(pack_bits(&bytes), expected, "{bytes:?}");
+        }
     }
 }
