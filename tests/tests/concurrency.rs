@@ -103,7 +103,7 @@ fn overlap(spans: &[Vec<Interval>]) -> Duration {
 /// all of them at once, one thread each; returns (sequential, parallel) wall times and the
 /// overlap. The same backends serve both runs, so the comparison also covers reuse.
 fn check<B: Backend, F: Fn() -> B>(
-    open: F,
+    open: &F,
     detector: DetectorKind,
     threads: usize,
 ) -> (Duration, Duration, Duration) {
@@ -146,14 +146,43 @@ fn check<B: Backend, F: Fn() -> B>(
     (sequential_time, parallel_time, overlap(&spans))
 }
 
+/// Attempts of [`check`] before a test concludes that calls never overlap. On a loaded machine
+/// (two cores, three threads, other jobs) a thread can run all its frames inside one time slice
+/// while the others wait, so one attempt without overlap proves nothing; with a process-wide
+/// lock around detection no attempt could ever overlap, so the test still fails then.
+const OVERLAP_ATTEMPTS: usize = 8;
+
+/// [`check`] until some calls overlap (at most [`OVERLAP_ATTEMPTS`] times, every attempt also
+/// comparing the threads' results with the sequential ones); the overlap of the last attempt.
+fn check_until_overlap<B: Backend, F: Fn() -> B>(
+    name: &str,
+    open: F,
+    detector: DetectorKind,
+    threads: usize,
+) -> Duration {
+    let mut overlapped = Duration::ZERO;
+    for attempt in 1..=OVERLAP_ATTEMPTS {
+        let (seq, par, ov) = check(&open, detector, threads);
+        eprintln!(
+            "{name} {detector:?}, attempt {attempt}: sequential {seq:?}, {threads} threads \
+             {par:?}, overlap {ov:?}"
+        );
+        overlapped = ov;
+        if ov > Duration::ZERO {
+            break;
+        }
+    }
+    overlapped
+}
+
 #[test]
 fn cpu_pipelines_in_threads_match_and_overlap() {
     for detector in [DetectorKind::Surf, DetectorKind::Harris] {
-        let (seq, par, ov) = check(|| CpuBackend::with_threads(1), detector, THREADS);
-        eprintln!(
-            "cpu {detector:?}: sequential {seq:?}, {THREADS} threads {par:?}, overlap {ov:?}"
+        let ov = check_until_overlap("cpu", || CpuBackend::with_threads(1), detector, THREADS);
+        assert!(
+            ov > Duration::ZERO,
+            "no two detect calls overlapped in {OVERLAP_ATTEMPTS} attempts"
         );
-        assert!(ov > Duration::ZERO, "no two detect calls ever overlapped");
     }
 }
 
@@ -168,8 +197,11 @@ fn opencl_pipelines_in_threads_match_and_overlap() {
         Err(e) => panic!("OpenCL open failed: {e}"),
     }
     for detector in [DetectorKind::Surf, DetectorKind::Harris] {
-        let (seq, par, ov) = check(|| surfcl_gpu::opencl::open(None).unwrap(), detector, 2);
-        eprintln!("opencl {detector:?}: sequential {seq:?}, 2 threads {par:?}, overlap {ov:?}");
-        assert!(ov > Duration::ZERO, "no two detect calls ever overlapped");
+        let open = || surfcl_gpu::opencl::open(None).unwrap();
+        let ov = check_until_overlap("opencl", open, detector, 2);
+        assert!(
+            ov > Duration::ZERO,
+            "no two detect calls overlapped in {OVERLAP_ATTEMPTS} attempts"
+        );
     }
 }
