@@ -8,7 +8,8 @@
 //!   (`describe_all_with_maps_inlined`, `haar_map::fill_rows_inlined`, `match_range_q7_inlined`) into `#[target_feature(enable = "avx2")]` functions
 //!   (`widest!`): orientation and Q7 matching take about half the time;
 //! - the `f32` matcher: the core's portable loop with only its 16-lane kernel compiled for AVX2,
-//!   out of line ([`Avx2LaneSums`]). Inlined into the loop, LLVM splits that kernel into narrow
+//!   or for AVX-512 where the CPU has it (one register per descriptor chunk), out of line
+//!   ([`Avx2LaneSums`], [`Avx512LaneSums`]). Inlined into the loop, LLVM splits that kernel into narrow
 //!   vectors and it gets slower, with AVX2 too (the portable build keeps it out of line for the
 //!   same reason); the Q7 kernel, by contrast, is a third slower out of line than inlined.
 //!
@@ -113,14 +114,46 @@ widest! {
        best: &mut [TrainBest], out: &mut [Match]) -> Result<usize, MatchError>
 }
 
-/// `surfcl_core::matcher::match_range_f32`, with its kernel compiled for AVX2 where the CPU has
-/// it (the detection runs once per call of this function, not per query range).
+/// `surfcl_core::matcher::match_range_f32`, with its kernel compiled for AVX-512 or AVX2 where
+/// the CPU has them (the detection runs once per call of this function, not per query range).
 pub(crate) fn match_range_f32_widest() -> RangeMatcher<Descriptor> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        return match_range_f32_with::<Avx512LaneSums>;
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         return match_range_f32_with::<Avx2LaneSums>;
     }
     match_range_f32_with::<PortableLaneSums>
+}
+
+/// The core's `f32` lane sums compiled with AVX-512: its 16 lanes are one register, so a pair of
+/// descriptors costs four subtractions, multiplications and additions (AVX2: eight each). On the
+/// Xeon development host the matcher got 10-18% faster with it
+/// (docs/BENCHMARKS.md); the rest of the backend's loops stay AVX2, which was faster there.
+/// Same IEEE operations per lane as the portable kernel, so the same bits. Private to this
+/// module, used only behind the AVX-512 detection of [`match_range_f32_widest`].
+#[cfg(target_arch = "x86_64")]
+struct Avx512LaneSums;
+
+#[cfg(target_arch = "x86_64")]
+impl surfcl_core::matcher::LaneSums for Avx512LaneSums {
+    #[inline(always)]
+    fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+        /// Out of line on purpose (see the module docs).
+        #[target_feature(enable = "avx512f")]
+        #[inline(never)]
+        fn avx512(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+            surfcl_core::matcher::lane_sums_f32_body(a, b)
+        }
+        // SAFETY: `Avx512LaneSums` is used only after the CPU was found to have AVX-512F
+        // (above).
+        #[allow(unsafe_code)]
+        unsafe {
+            avx512(a, b)
+        }
+    }
 }
 
 /// The core's `f32` lane sums compiled with AVX2. Private to this module, whose only use of it
