@@ -422,9 +422,9 @@ pub fn detect_with_shared_banded_fill<S: KeypointSink>(
     )
 }
 
-/// With `share`, moves octave `octave - 1`'s intervals 1 and 3 (still in `scratch`) into
-/// intervals 0 and 1 of this octave's grid ([`take_shared_intervals`]) and returns the first
-/// interval left to fill, 2; otherwise, or for octave 0, 0.
+/// Moves octave `octave - 1`'s intervals 1 and 3 (still in `scratch`) into intervals 0 and 1 of
+/// this octave's grid ([`take_shared_intervals`]) and returns the first interval left to fill,
+/// 2; for octave 0, or grids that do not nest, moves nothing and returns 0.
 fn shared_intervals_in_place(
     ii: &IntegralImage,
     config: &SurfConfig,
