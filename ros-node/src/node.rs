@@ -27,7 +27,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ros2_client::dds::rustdds::{DomainParticipantBuilder, QosPolicies, Timestamp, no_key};
+use ros2_client::dds::rustdds::{
+    DomainParticipantBuilder, QosPolicies, QosPolicyBuilder, Timestamp, TopicKind, no_key, policy,
+};
 use ros2_client::gid::Gid;
 use ros2_client::qos::{History, WhenFull};
 use ros2_client::ros2::LogLevel;
@@ -411,6 +413,38 @@ fn ros_err(e: impl std::fmt::Debug) -> NodeError {
     NodeError::Ros(format!("{e:?}"))
 }
 
+/// The image topic (as `Node::create_topic` makes it) with a sample limit of `depth`: RustDDS
+/// keeps up to `ResourceLimits::max_samples` samples of a topic in its cache, 64 when the QoS
+/// has none, whatever the history depth. At 2-12 MB a frame that is 128-768 MB held, and each
+/// frame is reassembled into memory that was not touched before (a page fault per 4 KiB: most of
+/// the reader's time for a large frame). With the limit the cache holds what the history keeps.
+fn image_topic(
+    context: &Context,
+    node_name: &NodeName,
+    name: &Name,
+    qos: &QosProfile,
+    depth: usize,
+) -> Result<ros2_client::dds::rustdds::Topic, NodeError> {
+    let samples = i32::try_from(depth).unwrap_or(i32::MAX);
+    let limits = QosPolicyBuilder::new()
+        .resource_limits(policy::ResourceLimits {
+            max_samples: samples,
+            max_instances: 1,
+            max_samples_per_instance: samples,
+        })
+        .build();
+    let policies = QosPolicies::from(qos).modify_by(&limits);
+    context
+        .domain_participant()
+        .create_topic(
+            name.to_dds_name("rt", node_name, ""),
+            msg::image_type().dds_msg_type(),
+            &policies,
+            TopicKind::NoKey,
+        )
+        .map_err(ros_err)
+}
+
 fn topic_name(resolved: &str) -> Result<Name, NodeError> {
     Name::parse(resolved).map_err(|e| NodeError::Name {
         name: resolved.to_string(),
@@ -569,7 +603,9 @@ pub fn start(
             .map_err(|e| e.to_string())
     }));
 
-    let mut node = context.new_node(node_name, options).map_err(ros_err)?;
+    let mut node = context
+        .new_node(node_name.clone(), options)
+        .map_err(ros_err)?;
     let fqn = node.fully_qualified_name();
     let spinner = node.spinner().map_err(ros_err)?;
     let mut tasks = vec![smol::spawn(async move {
@@ -598,9 +634,13 @@ pub fn start(
     .history(History::KeepLast { depth: 5 });
 
     let image_resolved = resolve_topic("image", &config.namespace, &config.remaps);
-    let image_topic = node
-        .create_topic(&topic_name(&image_resolved)?, msg::image_type(), &image_qos)
-        .map_err(ros_err)?;
+    let image_topic = image_topic(
+        &context,
+        &node_name,
+        &topic_name(&image_resolved)?,
+        &image_qos,
+        depth,
+    )?;
     let subscription = node
         .create_subscription::<Image>(&image_topic, None)
         .map_err(ros_err)?;
