@@ -6,9 +6,12 @@
 # namespace (loopback raised with an ioctl: the GPU machine has no `ip`). Results are appended
 # to $OUT/latency.txt and $OUT/latency.jsonl.
 #   sh .device-ros/run.sh "1920x1080 opencl" "1920x1080 opencl SURFCL_LATENCY_OUTPUTS=best_effort"
+# BIN names another build of the test binary in that folder (default soak_latency), for builds
+# alternated in one session: BIN=soak_latency.old sh .device-ros/run.sh ...
 set -u
 mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
 D=$(cd "$(dirname "$0")" && pwd)
+BIN=${BIN:-soak_latency}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 cat > "$D/lo_up.py" <<'PY'
@@ -19,18 +22,18 @@ fcntl.ioctl(s, 0x8914, struct.pack('16sH', b'lo', f | 1))
 PY
 run() { # name, then VAR=value settings
   name=$1; shift
-  echo "=== $name $*" | tee -a "$OUT/latency.txt"
+  echo "=== $BIN $name $*" | tee -a "$OUT/latency.txt"
   env "$@" SURFCL_DATA_DIR="$D/data" SURFCL_LATENCY_JSON="$OUT/latency.jsonl" \
-    unshare -n -- sh -c "python3 '$D/lo_up.py' && timeout 170 '$D/soak_latency' --ignored --nocapture --exact latency" 2>&1 \
+    unshare -n -- sh -c "python3 '$D/lo_up.py' && timeout 170 '$D/$BIN' --ignored --nocapture --exact latency" 2>&1 \
     | grep -v '^\[Info\]' | tail -22 | tee -a "$OUT/latency.txt"
 }
 [ $# -gt 0 ] || set -- "640x480 opencl" "1920x1080 opencl" "4000x3000 opencl"
 for spec in "$@"; do
   set -- $spec
   if [ "$1" = soak ]; then
-    echo "=== soak $2 $3" | tee -a "$OUT/latency.txt"
+    echo "=== $BIN soak $2 $3" | tee -a "$OUT/latency.txt"
     env SURFCL_DATA_DIR="$D/data" SURFCL_SOAK_SIZE=$2 SURFCL_SOAK_BACKEND=$3 \
-      unshare -n -- sh -c "python3 '$D/lo_up.py' && timeout 200 '$D/soak_latency' --ignored --nocapture --exact soak_2000_frames_at_30hz" 2>&1 \
+      unshare -n -- sh -c "python3 '$D/lo_up.py' && timeout 200 '$D/$BIN' --ignored --nocapture --exact soak_2000_frames_at_30hz" 2>&1 \
       | grep -v '^\[Info\]' | tail -6 | tee -a "$OUT/latency.txt"
     continue
   fi
