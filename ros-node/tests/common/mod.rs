@@ -256,6 +256,33 @@ fn topic(
         .unwrap()
 }
 
+/// A topic as `Node::create_topic` makes it (absolute `name`) with a sample limit of `depth`.
+fn limited_topic(
+    ctx: &Context,
+    name: &str,
+    ty: ros2_client::MessageTypeName,
+    qos: &QosProfile,
+    depth: i32,
+) -> ros2_client::dds::rustdds::Topic {
+    use ros2_client::dds::rustdds::{QosPolicyBuilder, TopicKind, policy};
+    let limits = QosPolicyBuilder::new()
+        .resource_limits(policy::ResourceLimits {
+            max_samples: depth,
+            max_instances: 1,
+            max_samples_per_instance: depth,
+        })
+        .build();
+    let node_name = NodeName::new("/", "surfcl_test_client").unwrap();
+    ctx.domain_participant()
+        .create_topic(
+            Name::parse(name).unwrap().to_dds_name("rt", &node_name, ""),
+            ty.dds_msg_type(),
+            &QosPolicies::from(qos).modify_by(&limits),
+            TopicKind::NoKey,
+        )
+        .unwrap()
+}
+
 impl Client {
     /// A client on `domain`, using topics under `ns` ("/" for none).
     pub fn new(domain: u16, ns: &str, image_topic: &str) -> Client {
@@ -298,11 +325,15 @@ impl Client {
         } else {
             ns.to_string()
         };
-        let t = topic(
-            &mut node,
+        // With a resource limit of its history depth, as the node's image topic (see
+        // `surfcl_ros::node`): RustDDS's topic cache otherwise keeps 64 keypoint messages of
+        // about 1 MB and reassembles each into fresh memory.
+        let t = limited_topic(
+            &ctx,
             &format!("{base}/keypoints"),
             msg::keypoint_array_type(),
             &output_qos,
+            10,
         );
         let keypoints = if options.bulk_keypoints {
             let subscriber = ctx
