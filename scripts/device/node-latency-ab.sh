@@ -1,0 +1,20 @@
+#!/bin/sh
+# Two builds of the ROS node's latency test alternated on the lent GPU machine (issue 17): the
+# folder that scripts/device/prepare-node-latency.sh fills, with the builds copied in as
+# soak_latency.old and soak_latency.new. Two rounds of old and new at 640x480, 1920x1080 and
+# 4000x3000 mono8 with best-effort outputs, then the new build alone: reliable outputs, the CPU
+# backend, 4K rgb8 and the 2000-frame soak at 1920x1080. Results in $OUT/latency.txt (.jsonl).
+#   OUT=$OUT sh .device-ros/node-latency-ab.sh
+D=$(cd "$(dirname "$0")" && pwd)
+for round in 1 2; do
+  for build in old new; do
+    BIN=soak_latency.$build sh "$D/run.sh" \
+      "640x480 opencl SURFCL_LATENCY_OUTPUTS=best_effort" \
+      "1920x1080 opencl SURFCL_LATENCY_OUTPUTS=best_effort" \
+      "4000x3000 opencl SURFCL_LATENCY_OUTPUTS=best_effort"
+  done
+done
+BIN=soak_latency.new sh "$D/run.sh" "1920x1080 opencl" \
+  "1920x1080 cpu SURFCL_LATENCY_OUTPUTS=best_effort" \
+  "3840x2160 opencl SURFCL_LATENCY_ENCODING=rgb8 SURFCL_LATENCY_OUTPUTS=best_effort"
+BIN=soak_latency.new sh "$D/run.sh" "soak 1920x1080 opencl"
