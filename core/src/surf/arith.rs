@@ -151,22 +151,23 @@ pub fn detect_with<A: Arithmetic, S: KeypointSink>(
         |octave, gw, gh, scratch, sink, stats| {
             let maps = &mut scratch[..gw * gh * INTERVALS as usize];
             A::fill(ii, config, octave, maps);
-            scan_maps::<A, S>(ii, config, octave, maps, gw, gh, sink, stats);
+            scan_maps::<A, S>(ii, config, octave, maps, (gw, gh), 0..gh, sink, stats);
             Ok(())
         },
     )
 }
 
-/// NMS over one octave's maps (4 words per sample, grid-major), then the decision on every
-/// strict maximum at or above the threshold: intervals 1 then 2, each over all its rows.
+/// NMS over grid rows `rows` of one octave's maps (4 words per sample, grid-major, a `gw x gh`
+/// grid; rows outside an interval's border are skipped), then the decision on every strict
+/// maximum at or above the threshold: intervals 1 then 2, each over those rows.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
     maps: &[u32],
-    gw: usize,
-    gh: usize,
+    (gw, gh): (usize, usize),
+    rows: core::ops::Range<usize>,
     sink: &mut S,
     stats: &mut DetectStats,
 ) {
@@ -179,7 +180,7 @@ pub(crate) fn scan_maps<A: Arithmetic, S: KeypointSink>(
             gw,
             gh,
             interval,
-            0..gh,
+            rows.clone(),
             sink,
             stats,
         );

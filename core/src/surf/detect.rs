@@ -6,7 +6,7 @@
 //! [`refine_exact`] first recomputes that neighbourhood from the integral image (what the packed
 //! mode does for each 8-bit candidate, and what a GPU path can call on the candidates it read back).
 
-use super::arith::{Float, scan_interval_rows};
+use super::arith::{Float, scan_interval_rows, scan_maps};
 use super::packed::{PackedCodeTable, PackedResponses};
 use super::response::{BoxSums, Filter, PortableBoxSums, fill_f32_bits, fill_packed};
 use super::{
@@ -401,20 +401,8 @@ pub fn detect_with_shared_banded_fill<S: KeypointSink>(
                 )?;
                 // A row is scanned once the row below it is filled too.
                 let ready = if end == gh { gh } else { end - 1 };
-                for interval in 1..=2 {
-                    scan_interval_rows::<Float, S>(
-                        ii,
-                        config,
-                        octave,
-                        maps,
-                        gw,
-                        gh,
-                        interval,
-                        scanned..ready,
-                        sink,
-                        stats,
-                    );
-                }
+                let grid = (gw, gh);
+                scan_maps::<Float, S>(ii, config, octave, maps, grid, scanned..ready, sink, stats);
                 scanned = ready;
             }
             Ok(())
