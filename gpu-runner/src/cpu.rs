@@ -58,7 +58,7 @@ pub struct CpuBackend {
     matches: Vec<Match>,
     train_best: Vec<Vec<TrainBest>>,
     spatial: SpatialOrder,
-    /// The cells of the description's Haar maps, at `[half - 1]` (see [`HaarMaps`]).
+    /// The cells of the description's Haar maps, at `[half - 1]` (see [`haar_maps`]).
     haar_cells: Vec<Vec<HaarCell>>,
     /// The bands of the parallel non-maximum suppression ([`scan_parallel`]).
     scan_bands: Vec<ScanBand>,
