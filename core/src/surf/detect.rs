@@ -340,7 +340,7 @@ pub fn detect_with_shared_fill_and_scan<S: KeypointSink>(
 }
 
 /// [`detect_with_shared_fill_and_scan`] with each octave filled and scanned in bands of
-/// `band_rows` grid rows: `fill(octave, rows, from_interval, out)` fills grid rows `rows` into
+/// `band_rows` grid rows (0 counts as 1): `fill(octave, rows, from_interval, out)` fills grid rows `rows` into
 /// `out` (those rows only, as [`fill_octave_rows_with_columns_from`] does; intervals below
 /// `from_interval` are the shared ones, already in place), and the rows whose neighbours are
 /// all filled are scanned right away, while the band's maps are still in the cache. Filled and
