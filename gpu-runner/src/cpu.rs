@@ -51,6 +51,8 @@ pub struct CpuBackend {
     pool: Option<Arc<rayon::ThreadPool>>,
     integral: Vec<u32>,
     surf_scratch: Vec<u32>,
+    /// The column sums of the one-thread banded fill (`surf::column_scratch_len`).
+    surf_columns: Vec<u32>,
     harris_scratch: Vec<i32>,
     keypoints: Vec<Keypoint>,
     query_q7: Vec<DescriptorQ7>,
@@ -223,7 +225,8 @@ impl Backend for CpuBackend {
                 let scratch = &mut self.surf_scratch[..need];
                 if pool.is_none() {
                     // One thread: each band of rows scanned while its maps are in the cache.
-                    let mut columns = vec![0u32; surf::column_scratch_len(width)];
+                    ensure_len(&mut self.surf_columns, surf::column_scratch_len(width));
+                    let columns = &mut self.surf_columns;
                     surf::detect_with_shared_banded_fill(
                         &ii,
                         config,
@@ -231,15 +234,7 @@ impl Backend for CpuBackend {
                         &mut sink,
                         SCAN_AFTER_ROWS,
                         |octave, rows, from, maps| {
-                            fill_octave_rows_widest(
-                                &ii,
-                                config,
-                                octave,
-                                rows,
-                                maps,
-                                &mut columns,
-                                from,
-                            )
+                            fill_octave_rows_widest(&ii, config, octave, rows, maps, columns, from)
                         },
                     )?;
                 } else {

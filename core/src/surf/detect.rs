@@ -368,22 +368,15 @@ pub fn detect_with_shared_banded_fill<S: KeypointSink>(
         sink,
         |octave, gw, gh, scratch, sink, stats| {
             if config.precision == Precision::Packed8 {
-                let maps = &mut scratch[..gw * gh];
-                fill(octave, 0..gh, 0, maps)?;
-                let view = PackedResponses::new_checked(maps, gw, gh)?;
-                scan_packed(ii, config, octave, &view, sink, stats);
-                return Ok(());
+                let grid = (gw, gh);
+                let fill_all = |maps: &mut [u32]| fill(octave, 0..gh, 0, maps);
+                return fill_and_scan_packed(
+                    ii, config, octave, grid, scratch, sink, stats, fill_all,
+                );
             }
             // Octave o's intervals 0 and 1 are moved from octave o - 1's maps band by band,
             // just before the band's other intervals are filled.
-            let previous_gw = match octave {
-                0 => None,
-                _ => {
-                    let step = sample_step(config, octave - 1);
-                    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
-                    Some(previous_gw).filter(|&p| shared_grids_nest(scratch.len(), p, gw, gh))
-                }
-            };
+            let previous_gw = shared_source_width(ii, config, octave, scratch.len(), gw, gh);
             let from = if previous_gw.is_some() { 2 } else { 0 };
             let words_per_row = gw * INTERVALS as usize;
             let mut scanned = 0;
@@ -410,27 +403,24 @@ pub fn detect_with_shared_banded_fill<S: KeypointSink>(
     )
 }
 
-/// Moves octave `octave - 1`'s intervals 1 and 3 (still in `scratch`) into intervals 0 and 1 of
-/// this octave's grid ([`take_shared_intervals`]) and returns the first interval left to fill,
-/// 2; for octave 0, or grids that do not nest, moves nothing and returns 0.
-fn shared_intervals_in_place(
+/// The Packed8 path of the drivers: `fill` fills the octave's `gw x gh` packed words (all rows,
+/// all intervals) at the start of `scratch`, then they are scanned here.
+#[allow(clippy::too_many_arguments)]
+fn fill_and_scan_packed<S: KeypointSink>(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
+    (gw, gh): (usize, usize),
     scratch: &mut [u32],
-    gw: usize,
-    gh: usize,
-) -> u32 {
-    if octave == 0 {
-        return 0;
-    }
-    let step = sample_step(config, octave - 1);
-    let (previous_gw, _) = grid_size(ii.width(), ii.height(), step);
-    if take_shared_intervals(scratch, previous_gw, gw, gh) {
-        2
-    } else {
-        0
-    }
+    sink: &mut S,
+    stats: &mut DetectStats,
+    fill: impl FnOnce(&mut [u32]) -> Result<(), SurfError>,
+) -> Result<(), SurfError> {
+    let maps = &mut scratch[..gw * gh];
+    fill(maps)?;
+    let view = PackedResponses::new_checked(maps, gw, gh)?;
+    scan_packed(ii, config, octave, &view, sink, stats);
+    Ok(())
 }
 
 /// The body of [`detect_with_fill_and_scan`] (`share = false`: every `fill` is told interval
@@ -454,16 +444,20 @@ fn detect_octaves<S: KeypointSink>(
         sink,
         |octave, gw, gh, scratch, sink, stats| {
             if packed {
-                let maps = &mut scratch[..gw * gh];
-                fill(octave, gw, gh, 0, maps)?;
-                let view = PackedResponses::new_checked(maps, gw, gh)?;
-                scan_packed(ii, config, octave, &view, sink, stats);
+                let grid = (gw, gh);
+                let fill_all = |maps: &mut [u32]| fill(octave, gw, gh, 0, maps);
+                fill_and_scan_packed(ii, config, octave, grid, scratch, sink, stats, fill_all)?;
             } else {
                 // `drive` visits the octaves in order, so the scratch holds octave - 1's maps.
-                let from = if share {
-                    shared_intervals_in_place(ii, config, octave, scratch, gw, gh)
-                } else {
-                    0
+                let shared = share
+                    .then(|| shared_source_width(ii, config, octave, scratch.len(), gw, gh))
+                    .flatten();
+                let from = match shared {
+                    Some(previous_gw) => {
+                        move_shared_rows(scratch, previous_gw, gw, 0..gh);
+                        2
+                    }
+                    None => 0,
                 };
                 let maps = &mut scratch[..gw * gh * INTERVALS as usize];
                 fill(octave, gw, gh, from, maps)?;
@@ -481,30 +475,33 @@ fn detect_octaves<S: KeypointSink>(
     )
 }
 
-/// Moves intervals 1 and 3 of the previous octave's `f32` maps (grid `previous_gw` wide, sample
-/// `(2 sx, 2 sy)`) to intervals 0 and 1 of this octave's sample `(sx, sy)` (grid `gw x gh`), in
-/// place: same filters at the same pixels. A sample's destination never lies after its source
-/// (`previous_gw >= 2 gw`), and the samples go in order, so no source is overwritten before it
-/// is read. Returns `false`, moving nothing, when the grids do not nest that way (never with the
-/// grids of [`grid_size`]).
-fn take_shared_intervals(maps: &mut [u32], previous_gw: usize, gw: usize, gh: usize) -> bool {
-    if !shared_grids_nest(maps.len(), previous_gw, gw, gh) {
-        return false;
-    }
-    move_shared_rows(maps, previous_gw, gw, 0..gh);
-    true
-}
-
-/// Whether this octave's grid `gw x gh` nests in the previous one's (`previous_gw` wide) as
-/// [`take_shared_intervals`] needs, within `len` words of maps.
-fn shared_grids_nest(len: usize, previous_gw: usize, gw: usize, gh: usize) -> bool {
+/// The grid width of octave `octave - 1`, whose `f32` maps (still in the first `len` words of
+/// the scratch) hold this octave's intervals 0 and 1 as their intervals 1 and 3 at sample
+/// `(2 sx, 2 sy)`: same filters at the same pixels. `None` for octave 0, or when the grids do
+/// not nest that way within `len` words (never with the grids of [`grid_size`]).
+fn shared_source_width(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    len: usize,
+    gw: usize,
+    gh: usize,
+) -> Option<usize> {
+    let previous = octave.checked_sub(1)?;
+    let (previous_gw, _) = grid_size(ii.width(), ii.height(), sample_step(config, previous));
     let previous_rows = (2 * gh).saturating_sub(1);
-    gh > 0 && 2 * gw <= previous_gw && previous_rows * previous_gw * INTERVALS as usize <= len
+    let nests =
+        gh > 0 && 2 * gw <= previous_gw && previous_rows * previous_gw * INTERVALS as usize <= len;
+    nests.then_some(previous_gw)
 }
 
-/// The moves of [`take_shared_intervals`] for this octave's grid rows `rows` only. Rows moved in
-/// increasing order, band after band, are the same moves in the same order: a row's sources
-/// (previous row `2 sy`) lie after every destination of the rows before it.
+/// Moves intervals 1 and 3 of the previous octave's maps (grid `previous_gw` wide, from
+/// [`shared_source_width`]) at sample `(2 sx, 2 sy)` to intervals 0 and 1 of this octave's
+/// sample `(sx, sy)`, for this octave's grid rows `rows`, in place. A sample's destination
+/// never lies after its source (`previous_gw >= 2 gw`) and the samples go in order, so no
+/// source is overwritten before it is read; rows moved in increasing order, all at once or band
+/// after band, are the same moves in the same order (a row's sources, previous row `2 sy`, lie
+/// after every destination of the rows before it).
 fn move_shared_rows(
     maps: &mut [u32],
     previous_gw: usize,
