@@ -104,6 +104,39 @@ pub trait Backend: Send {
         let _ = (width, height, params, out);
         Err(InputAreaError::Unsupported.into())
     }
+    /// A frame of host memory of `capacity` bytes that this backend uploads from faster than
+    /// from ordinary memory, for a caller that fills frames on one thread and detects them on
+    /// another ([`InputFrame`]). `None` when the backend has none (the default; the CPU backend
+    /// reads the caller's memory where it is).
+    ///
+    /// The OpenCL backend hands out pinned memory of its context (`opencl::PinnedFrame`), as
+    /// many as asked for: unlike [`Backend::input_area`], which is one area handed out for one
+    /// frame at a time, a frame is owned by the caller, can be written while the backend
+    /// detects another one, and is detected by [`Backend::detect_frame_into`] any number of
+    /// times. Allocating one page-locks memory (milliseconds): callers keep and reuse them.
+    fn input_frame(&mut self, capacity: usize) -> Result<Option<Box<dyn InputFrame>>, Error> {
+        let _ = capacity;
+        Ok(None)
+    }
+    /// [`Backend::detect_into`] of the `width x height` gray frame held by the first
+    /// `width * height` bytes of `frame` (row-major, no padding). `frame` may come from
+    /// [`Backend::input_frame`] of this backend (the OpenCL backend then uploads it by DMA,
+    /// without blocking the host while it runs) or from anywhere else: the default, and the
+    /// OpenCL backend for a frame of another kind, detect its bytes as a [`GrayImage`]. The
+    /// result is the one `detect_into` gives for the same pixels. Errors when the frame holds
+    /// fewer than `width * height` bytes or the size is outside the core's limits.
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        let pixels = frame_pixels(frame, width, height)?;
+        let image = GrayImage::new(pixels, width, height)?;
+        self.detect_into(&image, params, out)
+    }
     /// Matches `query` against `train` (2-NN with the tests of `config`), comparing descriptors
     /// in the `descriptor` representation.
     fn match_features(
@@ -113,4 +146,38 @@ pub trait Backend: Send {
         config: &MatchConfig,
         descriptor: DescriptorKind,
     ) -> Result<Vec<Match>, Error>;
+}
+
+/// Host memory for one gray frame, made by [`Backend::input_frame`]: owned by the caller, so that
+/// one thread can write a frame into it (a ROS node's receive thread converting a message
+/// straight into it) while the backend detects another, then hand it to the thread that runs
+/// [`Backend::detect_frame_into`].
+///
+/// A frame may still be read by the device after a detection returned an error; its memory is
+/// reached only through [`InputFrame::pixels_mut`], which waits for that first.
+pub trait InputFrame: Send + std::any::Any {
+    /// Bytes the frame holds (at least the `capacity` it was asked for).
+    fn capacity(&self) -> usize;
+    /// The frame's memory, `capacity` bytes, after the last upload from it has completed.
+    /// Errors when waiting for that upload fails (the device failed): the caller should then
+    /// drop the frame.
+    fn pixels_mut(&mut self) -> Result<&mut [u8], Error>;
+}
+
+/// The first `width * height` bytes of `frame`, or why there are none.
+pub fn frame_pixels(
+    frame: &mut dyn InputFrame,
+    width: usize,
+    height: usize,
+) -> Result<&mut [u8], Error> {
+    surfcl_core::image::check_dimensions(width, height)?;
+    let capacity = frame.capacity();
+    frame
+        .pixels_mut()?
+        .get_mut(..width * height)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a {width}x{height} frame does not fit an input frame of {capacity} bytes"
+            ))
+        })
 }

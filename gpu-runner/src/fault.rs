@@ -22,7 +22,7 @@ use std::str::FromStr;
 use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
 
-use crate::backend::{Backend, DescriptorKind, DetectParams, Features};
+use crate::backend::{Backend, DescriptorKind, DetectParams, Features, InputFrame};
 use crate::error::Error;
 use crate::opencl::OpenClError;
 
@@ -317,6 +317,19 @@ impl Backend for Box<dyn Backend> {
         out: &mut Features,
     ) -> Result<(), Error> {
         (**self).detect_input_into(width, height, params, out)
+    }
+    fn input_frame(&mut self, capacity: usize) -> Result<Option<Box<dyn InputFrame>>, Error> {
+        (**self).input_frame(capacity)
+    }
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_frame_into(frame, width, height, params, out)
     }
     fn match_features(
         &mut self,

@@ -7,10 +7,10 @@ use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
 use super::OpenClError;
-use super::frame::{DetectOutput, Detector, DetectorConfig};
+use super::frame::{DetectOutput, Detector, DetectorConfig, PinnedFrame};
 use super::gpu::Gpu;
 use super::matcher::{GpuMatcher, MatchTimings};
-use crate::backend::{Backend, DescriptorKind, DetectParams, Features};
+use crate::backend::{Backend, DescriptorKind, DetectParams, Features, InputFrame, frame_pixels};
 use crate::error::{Error, InputAreaError};
 
 /// The OpenCL backend: one device, one context and queue, at most one [`Detector`] per kind
@@ -245,6 +245,34 @@ impl Backend for OpenClBackend {
         self.detect_frame_into(width, height, params, out, |detector, frame| {
             detector.detect_input_into(width, height, frame)
         })
+    }
+
+    /// A [`PinnedFrame`] of this backend's context.
+    fn input_frame(&mut self, capacity: usize) -> Result<Option<Box<dyn InputFrame>>, Error> {
+        Ok(Some(Box::new(PinnedFrame::new(&self.gpu, capacity)?)))
+    }
+
+    /// A [`PinnedFrame`] is uploaded from where it is by DMA ([`Detector::detect_pinned_into`]);
+    /// any other frame is detected from its bytes as `detect_into` detects an image.
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        params.validate()?;
+        if let Some(pinned) = (frame as &mut dyn std::any::Any).downcast_mut::<PinnedFrame>() {
+            // This frame may remake the detector (a larger size, other parameters), and with
+            // it the input area: a frame handed out before cannot be detected after it.
+            self.handed_out = None;
+            return self.detect_frame_into(width, height, params, out, |detector, f| {
+                detector.detect_pinned_into(pinned, width, height, f)
+            });
+        }
+        let pixels = frame_pixels(frame, width, height)?;
+        self.detect_into(&GrayImage::new(pixels, width, height)?, params, out)
     }
 
     fn match_features(
@@ -560,5 +588,107 @@ mod tests {
             cpu.detect_input_into(w, h, &params, &mut out),
             Err(Error::InputArea(InputAreaError::Unsupported))
         ));
+    }
+
+    /// A frame of ordinary memory, as a caller's own [`InputFrame`].
+    struct Heap(Vec<u8>);
+
+    impl InputFrame for Heap {
+        fn capacity(&self) -> usize {
+            self.0.len()
+        }
+        fn pixels_mut(&mut self) -> Result<&mut [u8], Error> {
+            Ok(&mut self.0)
+        }
+    }
+
+    #[test]
+    fn input_frames_filled_on_another_thread_detect_as_detect_into() {
+        let small = (240, 180);
+        let large = (320, 240);
+        let busy = boat_crop(300, 250, small.0, small.1);
+        let wide = boat_crop(100, 100, large.0, large.1);
+        let frames = [
+            (&busy, small),
+            (&wide, large),
+            (&busy, small),
+            (&wide, large),
+        ];
+        let params = DetectParams {
+            max_keypoints: 1500,
+            ..DetectParams::default()
+        };
+        let mut reference = backend();
+        // Boxed, as the ROS node holds it: the frames go through its forwarding.
+        let mut pinned: Box<dyn Backend> = Box::new(backend());
+        let capacity = large.0 * large.1;
+        // Two frames, filled in turn on another thread while the other is detected.
+        let mut spare = pinned
+            .input_frame(capacity)
+            .unwrap()
+            .expect("pinned frames");
+        let mut current = pinned
+            .input_frame(capacity)
+            .unwrap()
+            .expect("pinned frames");
+        assert!(spare.capacity() >= capacity);
+        let fill = |frame: &mut Box<dyn InputFrame>, pixels: &[u8]| {
+            frame.pixels_mut().unwrap()[..pixels.len()].copy_from_slice(pixels);
+        };
+        fill(&mut current, frames[0].0);
+        let mut out = Features::default();
+        for (i, (pixels, (w, h))) in frames.iter().enumerate() {
+            let next = frames.get(i + 1).map(|(p, _)| *p);
+            let (detected, filled) = std::thread::scope(|scope| {
+                let filler = scope.spawn(move || {
+                    if let Some(p) = next {
+                        fill(&mut spare, p);
+                    }
+                    spare
+                });
+                let detected =
+                    pinned.detect_frame_into(current.as_mut(), *w, *h, &params, &mut out);
+                (detected, filler.join().unwrap())
+            });
+            detected.unwrap();
+            let want = reference
+                .detect(&GrayImage::new(pixels, *w, *h).unwrap(), &params)
+                .unwrap();
+            assert!(!want.keypoints.is_empty(), "frame {i}");
+            assert_eq!((out.width, out.height), (*w, *h), "frame {i}");
+            assert_eq!(out.keypoints, want.keypoints, "frame {i}");
+            assert_eq!(out.descriptors, want.descriptors, "frame {i}");
+            assert_eq!(out.dropped, want.dropped, "frame {i}");
+            (current, spare) = (filled, current);
+        }
+        // A frame of ordinary memory is detected from its bytes, with the same result.
+        let mut heap = Heap(busy.clone());
+        pinned
+            .detect_frame_into(&mut heap, small.0, small.1, &params, &mut out)
+            .unwrap();
+        let want = reference
+            .detect(&GrayImage::new(&busy, small.0, small.1).unwrap(), &params)
+            .unwrap();
+        assert_eq!(out.keypoints, want.keypoints);
+        // Frames too small for the size, or sizes outside the core's limits, are errors.
+        for (w, h) in [(large.0 + 1, large.1), (0, 10)] {
+            assert!(
+                pinned
+                    .detect_frame_into(current.as_mut(), w, h, &params, &mut out)
+                    .is_err(),
+                "{w}x{h}"
+            );
+        }
+        // None of that broke the backend; the CPU backend has no frames but detects any.
+        fill(&mut current, &busy);
+        pinned
+            .detect_frame_into(current.as_mut(), small.0, small.1, &params, &mut out)
+            .unwrap();
+        assert_eq!(out.keypoints, want.keypoints);
+        let mut cpu: Box<dyn Backend> = Box::new(crate::cpu::CpuBackend::new());
+        assert!(cpu.input_frame(capacity).unwrap().is_none());
+        cpu.detect_frame_into(current.as_mut(), small.0, small.1, &params, &mut out)
+            .unwrap();
+        assert!(!out.keypoints.is_empty());
     }
 }

@@ -105,6 +105,11 @@ impl<T: OclPrm> Staging<T> {
         Ok(Self { map, pending: None })
     }
 
+    /// Elements the area holds.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// The whole area for the host, after the last transfer has completed.
     pub(crate) fn host(&mut self) -> Result<&mut [T], OpenClError> {
         self.wait()?;

@@ -617,6 +617,36 @@ impl Detector {
         })
     }
 
+    /// [`Self::detect_input_into`] of the `width x height` frame held by the first
+    /// `width * height` bytes of `frame`: uploaded from it by DMA without blocking the host (the
+    /// frame waits for that upload before its memory is reached again), so that the frames a
+    /// caller fills on another thread need no copy into [`Self::input_buffer`]. Errors when the
+    /// frame holds fewer bytes or is larger than the detector's maximum.
+    pub fn detect_pinned_into(
+        &mut self,
+        frame: &mut PinnedFrame,
+        width: usize,
+        height: usize,
+        out: &mut DetectOutput,
+    ) -> Result<(), OpenClError> {
+        check_frame(width, height)?;
+        let n = width * height;
+        if frame.capacity() < n {
+            return Err(OpenClError::Unsupported(format!(
+                "a {width}x{height} frame does not fit a pinned frame of {} bytes",
+                frame.capacity()
+            )));
+        }
+        run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
+            let mut ev = Event::empty();
+            frame
+                .staging
+                .upload(&io.image, n, &io.gpu.queue, false, &mut ev)?;
+            events.push(("upload", ev));
+            Ok(())
+        })
+    }
+
     /// Blocking readbacks of results this detector has made (a frame normally takes one; a
     /// second when it keeps more records than the first readback took).
     pub fn readbacks(&self) -> u64 {
@@ -644,6 +674,47 @@ impl Detector {
 
     pub(crate) fn kernels_mut(&mut self) -> &mut dyn DetectorKernels {
         self.kernels.as_mut()
+    }
+}
+
+/// Pinned host memory for one frame (`CL_MEM_ALLOC_HOST_PTR`, mapped for its whole life), owned
+/// by the caller: [`crate::backend::Backend::input_frame`] of the OpenCL backend. Unlike the
+/// detector's one input area ([`Detector::input_buffer`]), which the thread that detects must
+/// hand out for every frame, any number of these can exist, be written on other threads while
+/// the detector works on one of them, and be detected by [`Detector::detect_pinned_into`].
+///
+/// The upload from it is a DMA (the driver recognises the mapped pointer of its own pinned
+/// buffer); from a detector of another context it is still correct, only staged by the driver.
+#[derive(Debug)]
+pub struct PinnedFrame {
+    staging: Staging<u8>,
+}
+
+impl PinnedFrame {
+    /// Allocates and maps `capacity` bytes (at least 1) on `gpu`'s context.
+    pub(crate) fn new(gpu: &Gpu, capacity: usize) -> Result<Self, OpenClError> {
+        Ok(Self {
+            staging: Staging::new(gpu, "pinned input frame", capacity.max(1))?,
+        })
+    }
+
+    /// Bytes the frame holds.
+    pub fn capacity(&self) -> usize {
+        self.staging.len()
+    }
+
+    /// The frame's memory, after the last upload from it has completed.
+    pub fn pixels_mut(&mut self) -> Result<&mut [u8], OpenClError> {
+        self.staging.host()
+    }
+}
+
+impl crate::backend::InputFrame for PinnedFrame {
+    fn capacity(&self) -> usize {
+        PinnedFrame::capacity(self)
+    }
+    fn pixels_mut(&mut self) -> Result<&mut [u8], crate::Error> {
+        Ok(PinnedFrame::pixels_mut(self)?)
     }
 }
 

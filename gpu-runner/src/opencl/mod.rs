@@ -30,7 +30,7 @@ mod stream;
 mod strongest;
 
 pub use backend::OpenClBackend;
-pub use frame::{DetectOutput, Detector, DetectorConfig};
+pub use frame::{DetectOutput, Detector, DetectorConfig, PinnedFrame};
 pub use gpu::{profiling, set_profiling};
 pub use matcher::{GpuMatcher, MatchTimings, NearestNeighbours};
 pub use pipeline::{Pipeline, PipelineConfig};
