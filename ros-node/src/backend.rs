@@ -2,6 +2,8 @@
 //! reference or OpenCL, with the node's parameters mapped onto [`DetectParams`] and
 //! [`MatchConfig`]. Both are validated with the same `validate()` the CLI uses.
 
+use std::any::Any;
+
 use surfcl_core::GrayImage;
 use surfcl_core::config::ThresholdUnit;
 use surfcl_core::matcher::MatchConfig;
@@ -10,7 +12,9 @@ use surfcl_gpu::open_backend;
 
 use crate::msg::MatchMsg;
 use crate::params::NodeParams;
-use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
+use crate::processor::{
+    Detection, InputFrame, Processor, ProcessorError, ProcessorFactory, frame_pixels,
+};
 
 /// Maps the node's parameters onto the backend's detection parameters (the shared
 /// configuration of `surfcl_core::config`, validated as the command line validates it).
@@ -52,6 +56,18 @@ fn parameters(message: String) -> ProcessorError {
 
 fn frame(e: surfcl_gpu::Error) -> ProcessorError {
     ProcessorError::Frame(e.to_string())
+}
+
+/// A backend's input frame ([`Backend::input_frame`]) as the node's [`InputFrame`].
+struct BackendFrame(Box<dyn surfcl_gpu::backend::InputFrame>);
+
+impl InputFrame for BackendFrame {
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn pixels_mut(&mut self) -> Result<&mut [u8], ProcessorError> {
+        self.0.pixels_mut().map_err(frame)
+    }
 }
 
 /// Opens surfcl backends.
@@ -181,6 +197,40 @@ impl Processor for BackendProcessor {
         self.detect_with(params, out, |backend, dp, f| {
             backend.detect_input_into(width, height, dp, f)
         })
+    }
+
+    /// One of the backend's input frames ([`Backend::input_frame`]; the OpenCL backend's pinned
+    /// memory), wrapped for the node.
+    fn input_frame(
+        &mut self,
+        capacity: usize,
+    ) -> Result<Option<Box<dyn InputFrame>>, ProcessorError> {
+        Ok(self
+            .backend
+            .input_frame(capacity)
+            .map_err(frame)?
+            .map(|f| Box::new(BackendFrame(f)) as Box<dyn InputFrame>))
+    }
+
+    /// [`Backend::detect_frame_into`] of a frame this processor's backend made (the OpenCL
+    /// backend uploads it by DMA from where it is); any other frame as `detect_into` of its
+    /// bytes. `out`'s arrays are lent as `detect_into` does.
+    fn detect_frame_into(
+        &mut self,
+        input: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        if let Some(BackendFrame(f)) = (input as &mut dyn Any).downcast_mut::<BackendFrame>() {
+            return self.detect_with(params, out, |backend, dp, features| {
+                backend.detect_frame_into(f.as_mut(), width, height, dp, features)
+            });
+        }
+        let pixels = frame_pixels(input, width, height)?;
+        let image = GrayImage::new(pixels, width, height).map_err(|e| frame(e.into()))?;
+        self.detect_into(&image, params, out)
     }
 
     fn match_frames(

@@ -111,37 +111,51 @@ pub struct Layout {
 /// Checks `msg` without allocating: known encoding, size within the core's limits, step covers
 /// a row, and `data.len() == step * height`.
 pub fn validate(msg: &Image) -> Result<Layout, ImageMsgError> {
-    let encoding = Encoding::parse(&msg.encoding)
-        .ok_or_else(|| ImageMsgError::Encoding(msg.encoding.clone()))?;
-    let (width, height) = (msg.width as usize, msg.height as usize);
-    surfcl_core::image::check_dimensions(width, height).map_err(|reason| ImageMsgError::Size {
-        width: msg.width,
-        height: msg.height,
+    validate_fields(
+        &msg.encoding,
+        msg.width,
+        msg.height,
+        msg.step,
+        msg.data.len(),
+    )
+}
+
+/// [`validate`] of a message's declared fields and the length of its `data`: what the receive
+/// thread knows when it reaches the pixel bytes, before it decides where they go.
+pub fn validate_fields(
+    encoding: &str,
+    width: u32,
+    height: u32,
+    step: u32,
+    data_len: usize,
+) -> Result<Layout, ImageMsgError> {
+    let encoding =
+        Encoding::parse(encoding).ok_or_else(|| ImageMsgError::Encoding(encoding.to_string()))?;
+    let (w, h) = (width as usize, height as usize);
+    surfcl_core::image::check_dimensions(w, h).map_err(|reason| ImageMsgError::Size {
+        width,
+        height,
         reason,
     })?;
     let bpp = encoding.bytes_per_pixel();
     // Cannot overflow: width <= MAX_DIMENSION after check_dimensions.
-    if (msg.step as usize) < width * bpp {
-        return Err(ImageMsgError::Step {
-            step: msg.step,
-            width: msg.width,
-            bpp,
-        });
+    if (step as usize) < w * bpp {
+        return Err(ImageMsgError::Step { step, width, bpp });
     }
-    let expected = u64::from(msg.step) * u64::from(msg.height);
-    if expected != msg.data.len() as u64 {
+    let expected = u64::from(step) * u64::from(height);
+    if expected != data_len as u64 {
         return Err(ImageMsgError::DataLength {
-            step: msg.step,
-            height: msg.height,
+            step,
+            height,
             expected,
-            actual: msg.data.len(),
+            actual: data_len,
         });
     }
     Ok(Layout {
         encoding,
-        width,
-        height,
-        step: msg.step as usize,
+        width: w,
+        height: h,
+        step: step as usize,
     })
 }
 

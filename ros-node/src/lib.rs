@@ -8,6 +8,8 @@
 //! ## Modules
 //! - [`msg`]: the message structs (CDR field order) and their ROS type names.
 //! - [`convert`]: validation of incoming images and colour-to-gray conversion.
+//! - [`pixels`]: image messages deserialised into reused buffers or the backend's input frames.
+//! - [`frames`]: the backend's input frames (pinned memory) lent to the receive thread.
 //! - [`params`]: the ROS parameters, typed and validated.
 //! - [`processor`]: the narrow backend seam the node uses.
 //! - [`backend`]: the production seam implementation over `surfcl_gpu::backend`.
@@ -25,6 +27,7 @@ pub mod args;
 pub mod backend;
 pub mod convert;
 pub mod debug;
+pub mod frames;
 pub mod msg;
 pub mod node;
 pub mod params;

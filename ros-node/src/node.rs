@@ -2,14 +2,16 @@
 //!
 //! ```text
 //! image (best effort or reliable, keep last N)
-//!   └─► receive thread: take + deserialise (timed), sequence gaps counted as lost, validate
-//!         │ (malformed: log, count, drop)
+//!   └─► receive thread: take + deserialise (timed; the pixels converted straight into a free
+//!         │ input frame of the backend when one fits, see `frames`), sequence gaps counted as
+//!         │ lost, validate (malformed: log, count, drop)
 //!         ▼
 //!       newest-frame slot (a bounded channel of one: a newer frame replaces the waiting one,
 //!         │                 which is counted as dropped)
 //!         ▼
-//!   processing thread: view (mono8) or convert ─► Processor::detect ─► match against the
-//!   previous frame ─► build messages ─► publish keypoints, matches (and debug_image)
+//!   processing thread: detect the input frame, or view (mono8) / convert the message's pixels
+//!   ─► Processor::detect ─► match against the previous frame ─► build messages ─► publish
+//!   keypoints, matches (and debug_image) ─► refill the input frames
 //! diagnostics task: once a second, DiagnosticArray with rate, per-stage times, drops, losses
 //! ```
 //! Receiving never waits for processing: the receive thread only deserialises, checks and hands
@@ -17,8 +19,10 @@
 //! The slot holds one frame: a slow backend never works on a stale image and memory stays
 //! bounded whatever the camera rate.
 //!
-//! A `mono8` message without row padding is handed to the backend as it arrived (no copy in the
-//! node); other encodings and padded rows are converted once into a reused gray buffer.
+//! On the OpenCL backend a frame is copied once on the host: from the message's serialized bytes
+//! into pinned memory (an input frame, or for a frame that found none free, the detector's input
+//! area). On the CPU backend a `mono8` message without row padding is handed to the backend as
+//! it arrived; other encodings and padded rows are converted once into a reused gray buffer.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -42,10 +46,11 @@ use smol::stream::StreamExt;
 use surfcl_core::GrayImage;
 
 use crate::convert::{self, Layout};
+use crate::frames::{InputFrames, PooledFrame};
 use crate::msg::{self, Header, Image, MatchArray};
 use crate::params::NodeParams;
-use crate::pixels::{ImageSeed, PixelBuffers};
-use crate::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
+use crate::pixels::{PixelBuffers, ReceiveSeed, Received};
+use crate::processor::{Detection, InputFrame, Processor, ProcessorError, ProcessorFactory};
 use crate::wire::{BufferPool, BulkCdr, Encoded, encode_detection};
 
 /// Errors while starting the node.
@@ -184,7 +189,8 @@ pub fn resolve_topic(name: &str, namespace: &str, remaps: &[(String, String)]) -
 /// `transport_ms` runs on the publisher's clock from its `publish` call (its serialisation
 /// included) to the moment the receive thread holds the deserialised message; it is only
 /// meaningful when publisher and node share a clock (same machine). The other stages are the
-/// node's own: `queue` (waiting in the slot), `convert` (view or colour conversion), `detect`
+/// node's own: `receive_convert` (the conversion into an input frame on receipt, part of
+/// `deserialise`), `queue` (waiting in the slot), `convert` (view or colour conversion), `detect`
 /// (the backend: upload, kernels, readback; `upload`, `kernels` and `readback` split it when the
 /// backend reports them), `match`, `build` (the output messages) and `publish` (serialising and
 /// handing keypoints and matches to DDS). `node_ms` is taken message to published outputs.
@@ -194,11 +200,16 @@ pub struct StageTimes {
     pub transport_ms: f64,
     /// Deserialising the image message (part of `transport_ms`).
     pub deserialise_ms: f64,
+    /// Colour conversion or row compaction straight from the message's serialized bytes into
+    /// one of the backend's input frames, on the receive thread (part of `deserialise_ms`; 0
+    /// for a frame that found no free input frame, whose conversion is `convert_ms`).
+    pub receive_convert_ms: f64,
     /// Waiting in the newest-frame slot for the processing thread.
     pub queue_ms: f64,
-    /// Colour conversion or row compaction: into the backend's input area when it has one
-    /// (then `mono8` is copied too), otherwise into the node's memory (near zero for tightly
-    /// packed `mono8`, which is not copied).
+    /// Colour conversion or row compaction on the processing thread: into the backend's input
+    /// area when it has one (then `mono8` is copied too), otherwise into the node's memory (near
+    /// zero for tightly packed `mono8`, which is not copied). 0 for a frame converted into an
+    /// input frame on receipt (`receive_convert_ms`).
     pub convert_ms: f64,
     /// The backend's detect call.
     pub detect_ms: f64,
@@ -225,10 +236,11 @@ pub struct StageTimes {
 impl StageTimes {
     /// `(name, value)` of every stage, in pipeline order (the diagnostics keys are
     /// `stage_<name>_ms_mean` / `_max`).
-    pub fn named(&self) -> [(&'static str, f64); 13] {
+    pub fn named(&self) -> [(&'static str, f64); 14] {
         [
             ("transport", self.transport_ms),
             ("deserialise", self.deserialise_ms),
+            ("receive_convert", self.receive_convert_ms),
             ("queue", self.queue_ms),
             ("convert", self.convert_ms),
             ("detect", self.detect_ms),
@@ -249,6 +261,9 @@ impl StageTimes {
 pub struct Stats {
     /// Image messages received (valid or not).
     pub received: u64,
+    /// Valid frames converted straight into one of the backend's input frames on receipt (the
+    /// others went through the node's memory).
+    pub received_into_frames: u64,
     /// Messages dropped by validation.
     pub malformed: u64,
     /// Valid frames replaced in the slot before they were processed.
@@ -301,15 +316,20 @@ struct Arrival {
     taken: Instant,
     transport_ms: f64,
     deserialise_ms: f64,
+    receive_convert_ms: f64,
 }
 
 /// A validated frame waiting for the processing thread. Dropped (processed, or replaced in the
-/// slot), it gives its pixel buffer back for the next image to be received into.
+/// slot), it gives its pixel buffer back for the next image to be received into, and its input
+/// frame back to the pool.
 struct Frame {
+    /// The message; without `data` when the pixels are in `gray`.
     image: Image,
     layout: Layout,
     arrival: Arrival,
     pixels: PixelBuffers,
+    /// The gray pixels in one of the backend's input frames, converted on receipt.
+    gray: Option<PooledFrame>,
 }
 
 impl Drop for Frame {
@@ -327,6 +347,8 @@ struct Shared {
     slot: Mutex<Slot>,
     /// Pixel buffers of finished frames, reused by the receive thread.
     pixels: PixelBuffers,
+    /// The backend's input frames: made by the processing thread, filled by the receive thread.
+    frames: InputFrames,
     ready: Condvar,
     stop: AtomicBool,
     stats: Mutex<Stats>,
@@ -568,6 +590,7 @@ pub fn start(
 
     let shared = Arc::new(Shared {
         pixels: PixelBuffers::default(),
+        frames: InputFrames::default(),
         slot: Mutex::new(Slot { frame: None }),
         ready: Condvar::new(),
         stop: AtomicBool::new(false),
@@ -642,7 +665,7 @@ pub fn start(
         depth,
     )?;
     let subscription = node
-        .create_subscription::<Image>(&image_topic, None)
+        .create_subscription::<Received>(&image_topic, None)
         .map_err(ros_err)?;
     // keypoints and matches go through writers of their own with the bulk encoder (`wire`):
     // the same CDR bytes, without ros2-client's per-value serde calls.
@@ -826,22 +849,19 @@ pub fn start(
     })
 }
 
-/// Deserialises an [`Image`] into a reused pixel buffer ([`ImageSeed`]) and records how long
-/// that took (nanoseconds) in `nanos`.
+/// Deserialises an [`Image`] into an input frame or a reused pixel buffer ([`ReceiveSeed`]) and
+/// records how long that took (nanoseconds) in `nanos`.
 #[derive(Clone)]
 struct TimedImage {
     nanos: Arc<AtomicU64>,
-    pixels: PixelBuffers,
+    seed: ReceiveSeed,
 }
 
 impl<'de> DeserializeSeed<'de> for TimedImage {
-    type Value = Image;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Image, D::Error> {
+    type Value = Received;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Received, D::Error> {
         let t0 = Instant::now();
-        let image = ImageSeed {
-            buffers: self.pixels,
-        }
-        .deserialize(deserializer);
+        let image = self.seed.deserialize(deserializer);
         let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.nanos.store(ns, Ordering::Relaxed);
         image
@@ -879,11 +899,14 @@ impl GapCounter {
 
 /// The receive thread: takes image messages as they come (deserialisation timed), counts
 /// sequence gaps, validates and hands frames to the slot. It never waits for processing.
-fn receive_loop(shared: &Shared, subscription: &Subscription<Image>, log: &Logger) {
+fn receive_loop(shared: &Shared, subscription: &Subscription<Received>, log: &Logger) {
     let nanos = Arc::new(AtomicU64::new(0));
     let stream = subscription.async_stream_seed(TimedImage {
         nanos: Arc::clone(&nanos),
-        pixels: shared.pixels.clone(),
+        seed: ReceiveSeed {
+            buffers: shared.pixels.clone(),
+            frames: shared.frames.clone(),
+        },
     });
     let mut stream = std::pin::pin!(stream);
     let mut gaps = GapCounter::default();
@@ -900,8 +923,12 @@ fn receive_loop(shared: &Shared, subscription: &Subscription<Image>, log: &Logge
                 None => continue,
                 // The stream of a DDS reader does not end; if it did, nothing more can arrive.
                 Some(None) => break,
-                Some(Some(Ok((image, info)))) => {
-                    let arrival = arrival_of(&info, nanos.load(Ordering::Relaxed));
+                Some(Some(Ok((received, info)))) => {
+                    let mut arrival = arrival_of(&info, nanos.load(Ordering::Relaxed));
+                    if let Some(gray) = &received.gray {
+                        arrival.receive_convert_ms = gray.convert_ms;
+                    }
+                    let image = &received.image;
                     let lost = gaps.note(info.publisher_gid(), info.sequence_number());
                     if lost > 0 {
                         let total = {
@@ -924,7 +951,7 @@ fn receive_loop(shared: &Shared, subscription: &Subscription<Image>, log: &Logge
                             );
                         }
                     }
-                    accept_image(shared, log, image, arrival);
+                    accept_image(shared, log, received, arrival);
                 }
                 Some(Some(Err(e))) => {
                     lock(&shared.stats).malformed += 1;
@@ -948,12 +975,24 @@ fn arrival_of(info: &MessageInfo, deserialise_ns: u64) -> Arrival {
         taken: Instant::now(),
         transport_ms,
         deserialise_ms: deserialise_ns as f64 / 1e6,
+        receive_convert_ms: 0.0,
     }
 }
 
-fn accept_image(shared: &Shared, log: &Logger, image: Image, arrival: Arrival) {
-    lock(&shared.stats).received += 1;
-    match convert::validate(&image) {
+fn accept_image(shared: &Shared, log: &Logger, received: Received, arrival: Arrival) {
+    let Received { image, gray } = received;
+    {
+        let mut s = lock(&shared.stats);
+        s.received += 1;
+        s.received_into_frames += u64::from(gray.is_some());
+    }
+    // A frame converted on receipt was validated by the same check, from the same fields,
+    // before its pixels went into the input frame (its message has no `data` left to check).
+    let (layout, gray) = match gray {
+        Some(g) => (Ok(g.layout), Some(g.frame)),
+        None => (convert::validate(&image), None),
+    };
+    match layout {
         Ok(layout) => {
             let replaced = lock(&shared.slot)
                 .frame
@@ -962,6 +1001,7 @@ fn accept_image(shared: &Shared, log: &Logger, image: Image, arrival: Arrival) {
                     layout,
                     arrival,
                     pixels: shared.pixels.clone(),
+                    gray,
                 })
                 .is_some();
             if replaced {
@@ -1035,6 +1075,10 @@ fn diagnostics_report(
         kv("processing_ms_mean", format!("{mean:.3}")),
         kv("processing_ms_max", format!("{max:.3}")),
         kv("frames_received", now.received.to_string()),
+        kv(
+            "frames_received_into_frames",
+            now.received_into_frames.to_string(),
+        ),
         kv("frames_processed", now.processed.to_string()),
         kv("frames_dropped_stale", now.dropped_stale.to_string()),
         kv("frames_lost", now.lost.to_string()),
@@ -1141,17 +1185,28 @@ fn split_backend_timings(stages: &mut StageTimes, timings: &[(String, f64)]) {
     }
 }
 
-/// Converts the image `data` (laid out as `layout`) to gray and detects it into `detection`,
-/// timing both into `stages`.
+/// Where the gray pixels of a frame are.
+enum Source<'a> {
+    /// In one of the backend's input frames, converted on receipt.
+    Frame(&'a mut dyn InputFrame),
+    /// Still in the message: its `data`, laid out as the layout says.
+    Message(&'a [u8]),
+}
+
+/// Detects a frame into `detection` (converting the message's pixels to gray first when they
+/// are still in the message), timing both into `stages`.
 ///
-/// When the processor has an input area (the OpenCL backend's pinned memory), the frame is
-/// converted (or, for `mono8`, copied without its row padding) straight into it: the pixels are
-/// copied once on the host and uploaded by DMA, where the driver would otherwise copy the
-/// node's pageable memory first (1920x1080 on an H100: 0.40 instead of 0.56 ms end to end).
-/// Otherwise into `gray` (tightly packed `mono8`: not at all) and detected from there.
+/// A frame in an input frame (the OpenCL backend's pinned memory, filled by the receive thread)
+/// is detected from there: it was copied once on the host, from the serialized message, and is
+/// uploaded by DMA. For a frame still in the message, when the processor has an input area (the
+/// OpenCL backend's pinned memory), the frame is converted (or, for `mono8`, copied without its
+/// row padding) straight into it: the pixels are copied once more on the host and uploaded by
+/// DMA, where the driver would otherwise copy the node's pageable memory first (1920x1080 on an
+/// H100: 0.40 instead of 0.56 ms end to end). Otherwise into `gray` (tightly packed `mono8`: not
+/// at all) and detected from there.
 fn detect_frame(
     processor: &mut dyn Processor,
-    data: &[u8],
+    source: Source<'_>,
     layout: &Layout,
     params: &NodeParams,
     gray: &mut Vec<u8>,
@@ -1159,6 +1214,15 @@ fn detect_frame(
     stages: &mut StageTimes,
 ) -> Result<(), ProcessorError> {
     let (width, height) = (layout.width, layout.height);
+    let data = match source {
+        Source::Frame(frame) => {
+            let t = Instant::now();
+            processor.detect_frame_into(frame, width, height, params, detection)?;
+            stages.detect_ms = ms_since(t);
+            return Ok(());
+        }
+        Source::Message(data) => data,
+    };
     // Finding the area is the backend's time (its first frame makes the detector; later ones
     // wait for the last upload from the area), not the conversion's.
     let t = Instant::now();
@@ -1193,12 +1257,20 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
     let mut spare = Detection::default();
     let mut gray = Vec::new();
     let mut debug_rgb = Vec::new();
-    while let Some(frame) = next_frame(shared) {
-        let (image, layout, arrival) = (&frame.image, &frame.layout, &frame.arrival);
+    while let Some(mut frame) = next_frame(shared) {
+        let Frame {
+            image,
+            layout,
+            arrival,
+            gray: input,
+            ..
+        } = &mut frame;
+        let (image, layout, arrival) = (&*image, &*layout, &*arrival);
         let started = Instant::now();
         let mut stages = StageTimes {
             transport_ms: arrival.transport_ms,
             deserialise_ms: arrival.deserialise_ms,
+            receive_convert_ms: arrival.receive_convert_ms,
             queue_ms: started.duration_since(arrival.taken).as_secs_f64() * 1e3,
             ..StageTimes::default()
         };
@@ -1230,6 +1302,9 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 Some(s) => Ok(s),
                 None => factory.open(&params).map(|p| (params.clone(), p)),
             };
+            // The old backend's input frames go (lent ones when they come back): the new one
+            // makes its own after this frame.
+            shared.frames.reset();
             match opened {
                 Ok((p, proc_)) => {
                     lock(&shared.stats).backend = proc_.describe();
@@ -1250,10 +1325,14 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         };
 
         let mut detection = std::mem::take(&mut spare);
+        let source = match input.as_mut().and_then(PooledFrame::frame) {
+            Some(f) => Source::Frame(f),
+            None => Source::Message(&image.data),
+        };
         if let Err(e) = guarded(|| {
             detect_frame(
                 proc_.as_mut(),
-                &image.data,
+                source,
                 layout,
                 &params,
                 &mut gray,
@@ -1335,29 +1414,39 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
                 .as_ref()
                 .map(|p| p.detection.keypoints.as_slice())
                 .unwrap_or(&[]);
-            crate::debug::render(
-                convert::gray_view(&image.data, layout, &mut gray),
-                layout.width,
-                layout.height,
-                &detection.keypoints,
-                prev_kps,
-                &drawn,
-                &mut debug_rgb,
-            );
-            let dbg = Image {
-                header: header.clone(),
-                height: layout.height as u32,
-                width: layout.width as u32,
-                encoding: "rgb8".into(),
-                is_bigendian: 0,
-                step: (layout.width * 3) as u32,
-                data: debug_rgb.clone(),
+            // The gray pixels: in the input frame (reached after the detection's upload from
+            // it), or from the message. None only when the frame's device failed.
+            let pixels = match input.as_mut().and_then(PooledFrame::frame) {
+                Some(f) => crate::processor::frame_pixels(f, layout.width, layout.height)
+                    .ok()
+                    .map(|p| &*p),
+                None => Some(convert::gray_view(&image.data, layout, &mut gray)),
             };
-            if let Err(e) = out.debug.publish(dbg) {
-                log.log(
-                    LogLevel::Warn,
-                    &format!("publishing debug_image failed: {e:?}"),
+            if let Some(pixels) = pixels {
+                crate::debug::render(
+                    pixels,
+                    layout.width,
+                    layout.height,
+                    &detection.keypoints,
+                    prev_kps,
+                    &drawn,
+                    &mut debug_rgb,
                 );
+                let dbg = Image {
+                    header: header.clone(),
+                    height: layout.height as u32,
+                    width: layout.width as u32,
+                    encoding: "rgb8".into(),
+                    is_bigendian: 0,
+                    step: (layout.width * 3) as u32,
+                    data: debug_rgb.clone(),
+                };
+                if let Err(e) = out.debug.publish(dbg) {
+                    log.log(
+                        LogLevel::Warn,
+                        &format!("publishing debug_image failed: {e:?}"),
+                    );
+                }
             }
         }
 
@@ -1379,6 +1468,32 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         }
         if let Some(old) = previous.replace(Previous { header, detection }) {
             spare = old.detection;
+        }
+        // After the frame is out, so that making frames (page-locking memory takes
+        // milliseconds) never delays one; at most once per backend and frame size.
+        let len = layout.width * layout.height;
+        if let Some((_, proc_)) = processor.as_mut() {
+            match guarded(|| {
+                shared
+                    .frames
+                    .refill(len, |capacity| proc_.input_frame(capacity))
+            }) {
+                Ok(_) => {}
+                Err(e) => {
+                    if e.panicked() {
+                        processor = None;
+                        shared.frames.reset();
+                    }
+                    log.log(
+                        LogLevel::Warn,
+                        &format!(
+                            "no input frames from the backend ({}): frames are received into \
+                             the node's memory and copied once more",
+                            e.text()
+                        ),
+                    );
+                }
+            }
         }
     }
 }

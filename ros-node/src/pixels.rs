@@ -1,16 +1,26 @@
-//! Image messages deserialised into pixel buffers reused from frame to frame.
+//! Image messages deserialised into pixel buffers reused from frame to frame, or converted
+//! straight into one of the backend's input frames.
 //!
 //! RustDDS hands a reader the reassembled bytes of a sample only as a borrowed slice, so the
-//! pixels of every image are copied once into the message's `data`. Into a fresh `Vec` that copy
-//! also pays a page fault per 4 KiB of new memory (a 12 MB frame: 3000 of them); into a buffer
-//! that held an earlier frame it is a plain copy. [`PixelBuffers`] keeps the buffers of frames
-//! the node is done with, and [`ImageSeed`] deserialises the next image into one of them. The
-//! result is the same `Image` that serde's derived `Deserialize` gives (a test compares them).
+//! pixels of every image are copied at least once. [`ReceiveSeed`] (the node's) makes that copy
+//! the only one where it can: when the fields before `data` describe a valid image and a free
+//! input frame of the backend is large enough ([`crate::frames::InputFrames`]: pinned memory on
+//! the OpenCL backend), the pixel bytes are converted to gray (`mono8`: copied without row
+//! padding) straight into it, by the same conversion as everywhere else
+//! ([`crate::convert::to_gray_into`]). Otherwise, and for [`ImageSeed`], they are copied into the
+//! message's `data`: into a fresh `Vec` that copy also pays a page fault per 4 KiB of new memory
+//! (a 12 MB frame: 3000 of them); into a buffer that held an earlier frame it is a plain copy.
+//! [`PixelBuffers`] keeps the buffers of frames the node is done with. The `Image` either seed
+//! gives is the one serde's derived `Deserialize` gives (tests compare them), without `data`
+//! when the pixels went into a frame.
 
 use std::fmt;
+use std::time::Instant;
 
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
+use crate::convert::{self, Layout};
+use crate::frames::{InputFrames, PooledFrame};
 use crate::msg::{Header, Image};
 use crate::recycle::Recycler;
 
@@ -28,6 +38,37 @@ pub struct ImageSeed {
     pub buffers: PixelBuffers,
 }
 
+/// Deserialises a `sensor_msgs/Image` into a [`Received`]: its pixels converted to gray
+/// straight into a free frame of `frames` when the message is valid and one fits, else copied
+/// into a buffer from `buffers` (as [`ImageSeed`]).
+#[derive(Debug, Clone)]
+pub struct ReceiveSeed {
+    /// Where the buffer comes from, when the pixels do not go into a frame.
+    pub buffers: PixelBuffers,
+    /// The backend's input frames.
+    pub frames: InputFrames,
+}
+
+/// An image message as the receive thread took it.
+#[derive(Debug)]
+pub struct Received {
+    /// The message; its `data` is empty when the pixels went into `gray`.
+    pub image: Image,
+    /// The gray frame, when the pixels went into one of the backend's input frames.
+    pub gray: Option<GrayFrame>,
+}
+
+/// A valid image converted to gray in one of the backend's input frames on receipt.
+#[derive(Debug)]
+pub struct GrayFrame {
+    /// The frame: its first `width * height` bytes hold the gray pixels.
+    pub frame: PooledFrame,
+    /// The message's layout (as [`convert::validate`] gives it for the message).
+    pub layout: Layout,
+    /// Time of the conversion into the frame, ms (part of the deserialisation).
+    pub convert_ms: f64,
+}
+
 const FIELDS: [&str; 7] = [
     "header",
     "height",
@@ -41,18 +82,35 @@ const FIELDS: [&str; 7] = [
 impl<'de> DeserializeSeed<'de> for ImageSeed {
     type Value = Image;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Image, D::Error> {
+        let received = deserializer.deserialize_struct(
+            "Image",
+            &FIELDS,
+            ImageVisitor {
+                buffers: self.buffers,
+                frames: None,
+            },
+        )?;
+        Ok(received.image)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ReceiveSeed {
+    type Value = Received;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Received, D::Error> {
         deserializer.deserialize_struct(
             "Image",
             &FIELDS,
             ImageVisitor {
-                buf: self.buffers.take(),
+                buffers: self.buffers,
+                frames: Some(self.frames),
             },
         )
     }
 }
 
 struct ImageVisitor {
-    buf: Vec<u8>,
+    buffers: PixelBuffers,
+    frames: Option<InputFrames>,
 }
 
 fn field<'de, T: de::Deserialize<'de>, A: SeqAccess<'de>>(
@@ -64,63 +122,138 @@ fn field<'de, T: de::Deserialize<'de>, A: SeqAccess<'de>>(
 }
 
 impl<'de> Visitor<'de> for ImageVisitor {
-    type Value = Image;
+    type Value = Received;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a sensor_msgs/Image")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Image, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Received, A::Error> {
         let header: Header = field(&mut seq, 0)?;
         let height: u32 = field(&mut seq, 1)?;
         let width: u32 = field(&mut seq, 2)?;
         let encoding: String = field(&mut seq, 3)?;
         let is_bigendian: u8 = field(&mut seq, 4)?;
         let step: u32 = field(&mut seq, 5)?;
-        let data = seq
-            .next_element_seed(PixelSeed { buf: self.buf })?
+        let pixels = seq
+            .next_element_seed(PixelSeed {
+                buffers: self.buffers,
+                target: self.frames.map(|frames| FrameTarget {
+                    frames,
+                    encoding: &encoding,
+                    width,
+                    height,
+                    step,
+                }),
+            })?
             .ok_or_else(|| de::Error::invalid_length(6, &"a sensor_msgs/Image of 7 fields"))?;
-        Ok(Image {
-            header,
-            height,
-            width,
-            encoding,
-            is_bigendian,
-            step,
-            data,
+        let (data, gray) = match pixels {
+            Pixels::Heap(data) => (data, None),
+            Pixels::Gray(gray) => (Vec::new(), Some(gray)),
+        };
+        Ok(Received {
+            image: Image {
+                header,
+                height,
+                width,
+                encoding,
+                is_bigendian,
+                step,
+                data,
+            },
+            gray,
         })
     }
 }
 
-/// The `data` field: a byte sequence copied into `buf` (emptied first, capacity kept).
-struct PixelSeed {
-    buf: Vec<u8>,
+/// Where the pixels of a message went.
+enum Pixels {
+    /// Copied as they are into the message's `data`.
+    Heap(Vec<u8>),
+    /// Converted to gray into an input frame.
+    Gray(GrayFrame),
 }
 
-impl<'de> DeserializeSeed<'de> for PixelSeed {
-    type Value = Vec<u8>;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<u8>, D::Error> {
+/// What the `data` field needs to go into an input frame: the frames and the fields before it.
+struct FrameTarget<'a> {
+    frames: InputFrames,
+    encoding: &'a str,
+    width: u32,
+    height: u32,
+    step: u32,
+}
+
+impl FrameTarget<'_> {
+    /// Converts `bytes` into a free frame when they make a valid image and one fits. `None`
+    /// (the caller copies them into the message) otherwise: an invalid message is then refused
+    /// by the node's validation of the whole message, with the same words as always.
+    fn convert(&self, bytes: &[u8]) -> Option<GrayFrame> {
+        let layout = convert::validate_fields(
+            self.encoding,
+            self.width,
+            self.height,
+            self.step,
+            bytes.len(),
+        )
+        .ok()?;
+        let n = layout.width * layout.height;
+        let mut frame = self.frames.take(n)?;
+        let t = Instant::now();
+        let written = match frame.frame().map(|f| f.pixels_mut()) {
+            Some(Ok(pixels)) => pixels
+                .get_mut(..n)
+                .is_some_and(|out| convert::to_gray_into(bytes, &layout, out).is_ok()),
+            // The frame's device failed: it is not given back.
+            Some(Err(_)) | None => {
+                frame.discard();
+                return None;
+            }
+        };
+        // A frame not written (it cannot happen for a validated layout) goes back unused.
+        written.then(|| GrayFrame {
+            frame,
+            layout,
+            convert_ms: t.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+}
+
+/// The `data` field: into an input frame (see [`FrameTarget`]), or a byte sequence copied into a
+/// buffer from `buffers` (emptied first, capacity kept).
+struct PixelSeed<'a> {
+    buffers: PixelBuffers,
+    target: Option<FrameTarget<'a>>,
+}
+
+impl<'de> DeserializeSeed<'de> for PixelSeed<'_> {
+    type Value = Pixels;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Pixels, D::Error> {
         deserializer.deserialize_bytes(self)
     }
 }
 
-impl<'de> Visitor<'de> for PixelSeed {
-    type Value = Vec<u8>;
+impl<'de> Visitor<'de> for PixelSeed<'_> {
+    type Value = Pixels;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the pixel bytes of an image")
     }
-    fn visit_bytes<E: de::Error>(mut self, v: &[u8]) -> Result<Vec<u8>, E> {
-        self.buf.clear();
-        self.buf.extend_from_slice(v);
-        Ok(self.buf)
-    }
-    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-        Ok(v)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Vec<u8>, A::Error> {
-        self.buf.clear();
-        while let Some(b) = seq.next_element::<u8>()? {
-            self.buf.push(b);
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Pixels, E> {
+        if let Some(gray) = self.target.as_ref().and_then(|t| t.convert(v)) {
+            return Ok(Pixels::Gray(gray));
         }
-        Ok(self.buf)
+        let mut buf = self.buffers.take();
+        buf.clear();
+        buf.extend_from_slice(v);
+        Ok(Pixels::Heap(buf))
+    }
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Pixels, E> {
+        Ok(Pixels::Heap(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Pixels, A::Error> {
+        let mut buf = self.buffers.take();
+        buf.clear();
+        while let Some(b) = seq.next_element::<u8>()? {
+            buf.push(b);
+        }
+        Ok(Pixels::Heap(buf))
     }
 }
 
@@ -219,5 +352,117 @@ mod tests {
             assert_eq!(ours.is_err(), serde.is_err(), "prefix of {len}");
             assert!(ours.is_err(), "prefix of {len} of {}", bytes.len());
         }
+    }
+
+    /// Host memory standing in for a backend's input frame.
+    struct Heap(Vec<u8>);
+
+    impl crate::processor::InputFrame for Heap {
+        fn capacity(&self) -> usize {
+            self.0.len()
+        }
+        fn pixels_mut(&mut self) -> Result<&mut [u8], crate::processor::ProcessorError> {
+            Ok(&mut self.0)
+        }
+    }
+
+    fn received(bytes: &[u8], seed: &ReceiveSeed) -> Result<Received, String> {
+        let mut de = cdr_encoding::CdrDeserializer::<LittleEndian>::new(bytes);
+        seed.clone().deserialize(&mut de).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn valid_images_go_into_a_free_frame_as_their_gray_pixels() {
+        let seed = ReceiveSeed {
+            buffers: PixelBuffers::default(),
+            frames: InputFrames::default(),
+        };
+        seed.frames
+            .refill(64 * 48, |n| Ok(Some(Box::new(Heap(vec![0xaa; n])))))
+            .unwrap();
+        let mut padded = image(5, 3, "rgb8", "cam");
+        padded.step = 17;
+        padded.data = (0..17 * 3).map(|i| (i * 11 % 256) as u8).collect();
+        for img in [
+            image(4, 3, "mono8", "cam"),
+            image(64, 48, "bgr8", "camera_optical"),
+            padded,
+        ] {
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&img).unwrap();
+            let got = received(&bytes, &seed).unwrap();
+            let layout = convert::validate(&img).unwrap();
+            let mut want = Vec::new();
+            convert::to_gray(&img.data, &layout, &mut want);
+            let mut gray = got.gray.expect("a frame was free");
+            assert_eq!(gray.layout, layout);
+            let n = layout.width * layout.height;
+            let frame = gray.frame.frame().unwrap();
+            assert_eq!(&frame.pixels_mut().unwrap()[..n], &want[..]);
+            assert_eq!(
+                got.image,
+                Image {
+                    data: Vec::new(),
+                    ..img
+                },
+                "every field but data, as serde reads them"
+            );
+            assert_eq!(seed.frames.available(), InputFrames::FRAMES - 1);
+        }
+        assert_eq!(
+            seed.frames.available(),
+            InputFrames::FRAMES,
+            "frames came back"
+        );
+    }
+
+    #[test]
+    fn invalid_images_and_images_without_a_free_frame_keep_their_bytes() {
+        let seed = ReceiveSeed {
+            buffers: PixelBuffers::default(),
+            frames: InputFrames::default(),
+        };
+        let img = image(8, 6, "mono8", "cam");
+        let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&img).unwrap();
+        // No frames yet: the message as serde reads it.
+        let got = received(&bytes, &seed).unwrap();
+        assert!(got.gray.is_none());
+        assert_eq!(got.image, img);
+        // Frames too small for it.
+        seed.frames
+            .refill(8 * 6 - 1, |n| Ok(Some(Box::new(Heap(vec![0; n])))))
+            .unwrap();
+        assert!(received(&bytes, &seed).unwrap().gray.is_none());
+        // Frames that fit, and messages the node's validation refuses.
+        seed.frames
+            .refill(1 << 12, |n| Ok(Some(Box::new(Heap(vec![0; n])))))
+            .unwrap();
+        let mut bad = Vec::new();
+        let mut short = img.clone();
+        short.data.pop();
+        bad.push(short);
+        let mut unknown = img.clone();
+        unknown.encoding = "yuv422".into();
+        bad.push(unknown);
+        let mut narrow = img.clone();
+        narrow.step = 7;
+        narrow.data.truncate(7 * 6);
+        bad.push(narrow);
+        let mut empty = img.clone();
+        (empty.width, empty.height, empty.step, empty.data) = (0, 0, 0, Vec::new());
+        bad.push(empty);
+        for m in bad {
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&m).unwrap();
+            let got = received(&bytes, &seed).unwrap();
+            assert!(got.gray.is_none(), "{m:?}");
+            assert_eq!(got.image, m);
+            assert!(convert::validate(&got.image).is_err());
+        }
+        assert_eq!(seed.frames.available(), InputFrames::FRAMES);
+        // Truncated messages are errors, and lend no frame for good.
+        for len in 0..bytes.len() {
+            assert!(received(&bytes[..len], &seed).is_err(), "prefix of {len}");
+        }
+        assert_eq!(seed.frames.available(), InputFrames::FRAMES);
+        assert!(received(&bytes, &seed).unwrap().gray.is_some());
     }
 }

@@ -109,6 +109,36 @@ pub trait Processor: Send {
             "this processor has no input area; detect with detect_into".into(),
         ))
     }
+    /// Memory for one gray frame of up to `capacity` bytes that this processor detects from
+    /// faster than from the node's own ([`InputFrame`]): the OpenCL backend's pinned memory.
+    /// The node keeps a few ([`crate::frames::InputFrames`]) and lets its receive thread
+    /// convert each image message straight into one while this processor detects another,
+    /// so a frame is copied once on the host, from the message. `None` when there is none
+    /// (the default): frames then go through [`Processor::input_area`] or `detect_into`.
+    fn input_frame(
+        &mut self,
+        capacity: usize,
+    ) -> Result<Option<Box<dyn InputFrame>>, ProcessorError> {
+        let _ = capacity;
+        Ok(None)
+    }
+    /// [`Processor::detect_into`] of the `width x height` gray frame in the first
+    /// `width * height` bytes of `frame` (one from [`Processor::input_frame`]; the default,
+    /// for any frame, detects its bytes as a [`GrayImage`]). Same result as `detect_into` of
+    /// those pixels; errors when the frame holds fewer bytes.
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        let pixels = frame_pixels(frame, width, height)?;
+        let image = GrayImage::new(pixels, width, height)
+            .map_err(|e| ProcessorError::Frame(e.to_string()))?;
+        self.detect_into(&image, params, out)
+    }
     /// Matches `query` (current frame) against `train` (previous frame).
     ///
     /// Both are `&mut` so that an implementation can hand their arrays to a backend without
@@ -130,4 +160,35 @@ pub trait ProcessorFactory: Send + Sync {
     fn check(&self, params: &NodeParams) -> Result<(), ProcessorError>;
     /// Opens the backend chosen by `params.backend` / `params.device`.
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError>;
+}
+
+/// Memory for one gray frame, made by [`Processor::input_frame`] and owned by the node: the
+/// receive thread writes a frame into it, the processing thread detects it
+/// ([`Processor::detect_frame_into`]) and gives it back for another.
+pub trait InputFrame: Send + std::any::Any {
+    /// Bytes the frame holds.
+    fn capacity(&self) -> usize;
+    /// The frame's memory, `capacity` bytes, once nothing (no upload to a device) reads it any
+    /// more. An error means the frame is unusable (its device failed): drop it.
+    fn pixels_mut(&mut self) -> Result<&mut [u8], ProcessorError>;
+}
+
+/// The first `width * height` bytes of `frame`, or why there are none (an empty or oversized
+/// frame, one that holds fewer bytes, or a failed device).
+pub fn frame_pixels(
+    frame: &mut dyn InputFrame,
+    width: usize,
+    height: usize,
+) -> Result<&mut [u8], ProcessorError> {
+    surfcl_core::image::check_dimensions(width, height)
+        .map_err(|e| ProcessorError::Frame(e.to_string()))?;
+    let capacity = frame.capacity();
+    frame
+        .pixels_mut()?
+        .get_mut(..width * height)
+        .ok_or_else(|| {
+            ProcessorError::Frame(format!(
+                "a {width}x{height} frame does not fit an input frame of {capacity} bytes"
+            ))
+        })
 }

@@ -1,8 +1,9 @@
-//! The node on the OpenCL backend writes each frame into the detector's pinned input area
-//! (`Processor::input_area`, then `detect_input_into`): its outputs equal those of the
-//! fallback path (conversion into the node's memory, then `detect_into`) for every encoding,
-//! with padded rows. Two in-process nodes on loopback, one per path, each on its own ROS domain
-//! id (161, 162); every wait is bounded. Needs an OpenCL device (PoCL will do): without one the
+//! The node on the OpenCL backend converts each frame on receipt into one of the backend's pinned
+//! input frames (`Processor::input_frame`, then `detect_frame_into`), or, with no frame free,
+//! into the detector's pinned input area (`Processor::input_area`, then `detect_input_into`):
+//! the outputs of both equal those of the fallback path (conversion into the node's memory, then
+//! `detect_into`) for every encoding, with padded rows. Three in-process nodes on loopback, one
+//! per path, each on its own ROS domain id (161, 162, 163); every wait is bounded. Needs an OpenCL device (PoCL will do): without one the
 //! backend does not open and the test fails rather than passing vacuously.
 #![cfg(feature = "backend")]
 
@@ -19,7 +20,7 @@ use surfcl_ros::backend::BackendFactory;
 use surfcl_ros::convert::{self, luminance};
 use surfcl_ros::msg::{Image, KeypointArray, KeypointMsg, MatchArray, MatchMsg};
 use surfcl_ros::params::NodeParams;
-use surfcl_ros::processor::{Detection, Processor, ProcessorError, ProcessorFactory};
+use surfcl_ros::processor::{Detection, InputFrame, Processor, ProcessorError, ProcessorFactory};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -29,13 +30,26 @@ struct Calls {
     detect_into: AtomicUsize,
     input_area: AtomicUsize,
     detect_input_into: AtomicUsize,
+    input_frame: AtomicUsize,
+    detect_frame_into: AtomicUsize,
 }
 
-/// The production processor, with its input area offered (`pinned`) or hidden, so the node
-/// takes the fallback path; counts the detection calls either way.
+/// Which of the production processor's pinned memory the node is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// Input frames and the input area (as deployed).
+    Frames,
+    /// The input area only.
+    Area,
+    /// Neither: the fallback path.
+    Fallback,
+}
+
+/// The production processor, with its input frames and area offered or hidden as `path` says;
+/// counts the detection calls either way.
 struct Counting {
     inner: Box<dyn Processor>,
-    pinned: bool,
+    path: Path,
     calls: Arc<Calls>,
 }
 
@@ -66,7 +80,7 @@ impl Processor for Counting {
         params: &NodeParams,
     ) -> Result<Option<&mut [u8]>, ProcessorError> {
         self.calls.input_area.fetch_add(1, Ordering::SeqCst);
-        if !self.pinned {
+        if self.path == Path::Fallback {
             return Ok(None);
         }
         self.inner.input_area(width, height, params)
@@ -81,6 +95,28 @@ impl Processor for Counting {
         self.calls.detect_input_into.fetch_add(1, Ordering::SeqCst);
         self.inner.detect_input_into(width, height, params, out)
     }
+    fn input_frame(
+        &mut self,
+        capacity: usize,
+    ) -> Result<Option<Box<dyn InputFrame>>, ProcessorError> {
+        self.calls.input_frame.fetch_add(1, Ordering::SeqCst);
+        if self.path != Path::Frames {
+            return Ok(None);
+        }
+        self.inner.input_frame(capacity)
+    }
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &NodeParams,
+        out: &mut Detection,
+    ) -> Result<(), ProcessorError> {
+        self.calls.detect_frame_into.fetch_add(1, Ordering::SeqCst);
+        self.inner
+            .detect_frame_into(frame, width, height, params, out)
+    }
     fn match_frames(
         &mut self,
         query: &mut Detection,
@@ -92,7 +128,7 @@ impl Processor for Counting {
 }
 
 struct CountingFactory {
-    pinned: bool,
+    path: Path,
     calls: Arc<Calls>,
 }
 
@@ -103,7 +139,7 @@ impl ProcessorFactory for CountingFactory {
     fn open(&self, params: &NodeParams) -> Result<Box<dyn Processor>, ProcessorError> {
         Ok(Box::new(Counting {
             inner: BackendFactory.open(params)?,
-            pinned: self.pinned,
+            path: self.path,
             calls: self.calls.clone(),
         }))
     }
@@ -185,16 +221,17 @@ fn frames() -> Vec<Image> {
     out
 }
 
-/// Runs `frames` through a node on `domain` whose processor offers its input area or not;
-/// returns the outputs of every frame and the calls that reached the processor.
+/// Runs `frames` through a node on `domain` whose processor offers its pinned memory as `path`
+/// says; returns the outputs of every frame, the calls that reached the processor and the
+/// frames the node received into input frames.
 fn run_node(
     domain: u16,
-    pinned: bool,
+    path: Path,
     frames: &[Image],
-) -> (Vec<(KeypointArray, MatchArray)>, Arc<Calls>) {
+) -> (Vec<(KeypointArray, MatchArray)>, Arc<Calls>, u64) {
     let calls = Arc::new(Calls::default());
     let factory = Arc::new(CountingFactory {
-        pinned,
+        path,
         calls: calls.clone(),
     });
     let node = start_node(domain, factory, |c| c.params = opencl_params());
@@ -211,19 +248,41 @@ fn run_node(
     let stats = node.stats();
     assert_eq!((stats.malformed, stats.failed), (0, 0), "{stats:?}");
     node.stop();
-    (outputs, calls)
+    (outputs, calls, stats.received_into_frames)
 }
 
 #[test]
-fn frames_written_into_the_pinned_input_area_give_the_fallback_paths_outputs() {
+fn frames_received_into_pinned_memory_give_the_fallback_paths_outputs() {
     let frames = frames();
-    let (pinned, pinned_calls) = run_node(161, true, &frames);
-    let (fallback, fallback_calls) = run_node(162, false, &frames);
+    let (received, received_calls, into_frames) = run_node(163, Path::Frames, &frames);
+    let (pinned, pinned_calls, none) = run_node(161, Path::Area, &frames);
+    assert_eq!(none, 0);
+    let (fallback, fallback_calls, none) = run_node(162, Path::Fallback, &frames);
+    assert_eq!(none, 0);
 
     // Each node took its path for every frame (more calls only if the client sent a frame
-    // again).
+    // again). With input frames, the first frame finds none (they are made after it is
+    // published) and goes through the input area; every later one was converted on receipt.
     let n = frames.len();
     let count = |c: &AtomicUsize| c.load(Ordering::SeqCst);
+    assert!(
+        into_frames >= n as u64 - 1,
+        "{into_frames} {received_calls:?}"
+    );
+    assert!(
+        count(&received_calls.detect_frame_into) >= n - 1,
+        "{received_calls:?}"
+    );
+    assert!(
+        count(&received_calls.detect_input_into) >= 1,
+        "{received_calls:?}"
+    );
+    assert_eq!(count(&received_calls.detect_into), 0, "{received_calls:?}");
+    assert_eq!(
+        count(&pinned_calls.detect_frame_into),
+        0,
+        "{pinned_calls:?}"
+    );
     assert!(
         count(&pinned_calls.detect_input_into) >= n,
         "{pinned_calls:?}"
@@ -242,13 +301,23 @@ fn frames_written_into_the_pinned_input_area_give_the_fallback_paths_outputs() {
     // The same keypoints, descriptors and matches, frame for frame.
     let params = opencl_params();
     let mut direct = BackendFactory.open(&params).unwrap();
-    for (i, ((kp, m), (want_kp, want_m))) in pinned.iter().zip(&fallback).enumerate() {
+    for (i, (((kp, m), (want_kp, want_m)), (got_kp, got_m))) in
+        pinned.iter().zip(&fallback).zip(&received).enumerate()
+    {
         let what = format!(
             "frame {i}: {} with step {}",
             frames[i].encoding, frames[i].step
         );
         assert!(!kp.keypoints.is_empty(), "{what}");
         assert_eq!(kp.keypoints, want_kp.keypoints, "{what}");
+        assert_eq!(got_kp.keypoints, want_kp.keypoints, "{what}: input frames");
+        assert_eq!(
+            got_kp.descriptors, want_kp.descriptors,
+            "{what}: input frames"
+        );
+        assert_eq!(got_kp.dropped, want_kp.dropped, "{what}: input frames");
+        assert_eq!(got_m.matches, want_m.matches, "{what}: input frames");
+        assert_eq!(got_m.previous_header, want_m.previous_header, "{what}");
         assert_eq!(kp.descriptors, want_kp.descriptors, "{what}");
         assert_eq!(kp.dropped, want_kp.dropped, "{what}");
         assert_eq!(m.matches, want_m.matches, "{what}");

@@ -192,26 +192,27 @@ fn latency() {
     let max = sorted.last().copied().unwrap_or(f64::NAN);
     println!(
         "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}, profile {profile}): \
-         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} processed {} dropped {} lost {} failed {}",
+         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} (into input frames {}) processed {} dropped {} lost {} failed {}",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
         outputs.name(),
         lat.len(),
         s.received,
+        s.received_into_frames,
         s.processed,
         s.dropped_stale,
         s.lost,
         s.failed,
     );
     let mut json_stages = Vec::new();
-    println!("  stage          p50 ms    p99 ms   mean ms");
+    println!("  stage             p50 ms    p99 ms   mean ms");
     for k in 0..StageTimes::default().named().len() {
         let mut v: Vec<f64> = stages.iter().map(|st| st.named()[k].1).collect();
         let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
         v.sort_by(f64::total_cmp);
         let name = StageTimes::default().named()[k].0;
         let (a, b) = (percentile(&v, 0.5), percentile(&v, 0.99));
-        println!("  {name:<12} {a:>8.3} {b:>9.3} {mean:>9.3}");
+        println!("  {name:<15} {a:>8.3} {b:>9.3} {mean:>9.3}");
         json_stages.push(format!(
             "\"{name}\": {{\"p50\": {a:.4}, \"p99\": {b:.4}, \"mean\": {mean:.4}}}"
         ));
@@ -226,18 +227,19 @@ fn latency() {
         .collect();
     back.sort_by(f64::total_cmp);
     println!(
-        "  {:<12} {:>8.3} {:>9.3}   (total minus transport minus keypoints_out: keypoints back to the client)",
+        "  {:<15} {:>8.3} {:>9.3}   (total minus transport minus keypoints_out: keypoints back to the client)",
         "return",
         percentile(&back, 0.5),
         percentile(&back, 0.99)
     );
     if let Ok(path) = std::env::var("SURFCL_LATENCY_JSON") {
         let json = format!(
-            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"stages\": {{{}}}}}\n",
+            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"received_into_frames\": {}, \"stages\": {{{}}}}}\n",
             s.backend,
             outputs.name(),
             if reliable { "reliable" } else { "best_effort" },
             lat.len(),
+            s.received_into_frames,
             json_stages.join(", ")
         );
         let mut all = std::fs::read_to_string(&path).unwrap_or_default();
