@@ -4,9 +4,13 @@
 # soak_latency.old and soak_latency.new. Two rounds of old and new at 640x480, 1920x1080 and
 # 4000x3000 mono8 with best-effort outputs, then the new build alone: reliable outputs, the CPU
 # backend, 4K rgb8 and the 2000-frame soak at 1920x1080. Results in $OUT/latency.txt (.jsonl).
-#   OUT=$OUT sh .device-ros/node-latency-ab.sh
+#   OUT=$OUT sh .device-ros/ab.sh          (both parts: may not fit one 10-minute device command)
+#   OUT=$OUT sh .device-ros/ab.sh ab       (the alternated rounds only)
+#   OUT=$OUT sh .device-ros/ab.sh new      (the new build alone only)
+# scripts/device/prepare-node-latency.sh with OLD= (and NEW=) fills the folder.
 D=$(cd "$(dirname "$0")" && pwd)
-for round in 1 2; do
+part=${1:-all}
+[ "$part" = new ] || for round in 1 2; do
   for build in old new; do
     BIN=soak_latency.$build sh "$D/run.sh" \
       "640x480 opencl SURFCL_LATENCY_OUTPUTS=best_effort" \
@@ -14,6 +18,7 @@ for round in 1 2; do
       "4000x3000 opencl SURFCL_LATENCY_OUTPUTS=best_effort"
   done
 done
+[ "$part" = ab ] && exit 0
 BIN=soak_latency.new sh "$D/run.sh" "1920x1080 opencl" \
   "1920x1080 cpu SURFCL_LATENCY_OUTPUTS=best_effort" \
   "3840x2160 opencl SURFCL_LATENCY_ENCODING=rgb8 SURFCL_LATENCY_OUTPUTS=best_effort"

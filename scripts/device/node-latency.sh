@@ -25,7 +25,7 @@ run() { # name, then VAR=value settings
   echo "=== $BIN $name $*" | tee -a "$OUT/latency.txt"
   env "$@" SURFCL_DATA_DIR="$D/data" SURFCL_LATENCY_JSON="$OUT/latency.jsonl" \
     unshare -n -- sh -c "python3 '$D/lo_up.py' && timeout 170 '$D/$BIN' --ignored --nocapture --exact latency" 2>&1 \
-    | grep -v '^\[Info\]' | tail -22 | tee -a "$OUT/latency.txt"
+    | grep -v '^\[Info\]' | tail -24 | tee -a "$OUT/latency.txt"
 }
 [ $# -gt 0 ] || set -- "640x480 opencl" "1920x1080 opencl" "4000x3000 opencl"
 for spec in "$@"; do
