@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use surfcl_core::describe::describe_all;
+use surfcl_core::describe::{assign_orientation, describe_all};
 use surfcl_core::integral::integral_len;
 use surfcl_core::surf::{self, Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
@@ -93,6 +93,15 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // Orientation alone (part of `describe_oriented`).
+    group.bench_function("orientation", |b| {
+        b.iter(|| {
+            for kp in points.iter_mut() {
+                assign_orientation(&ii, kp);
+            }
+            black_box(points[0].orientation)
+        })
+    });
     // The response maps of every octave, from table reads (the MCU path) and from column sums
     // (the std backend's path, `fill_octave_rows_with_columns`): same bits, same run.
     let ii = IntegralImage::compute(&image, &mut table).unwrap();

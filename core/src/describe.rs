@@ -4,7 +4,8 @@
 //! Orientation (Bay et al. 2008, as OpenSURF `getOrientation`): Haar wavelet responses of size
 //! `4s` (`s = round(scale)`) at the 109 sample points `(i, j) s`, `i^2 + j^2 < 36`, weighted by a
 //! Gaussian of sigma 2.5 (in units of `s`), are summed inside a window of `pi/3` that slides in
-//! steps of 0.15 rad; the orientation is the angle of the longest sum.
+//! steps of `2 pi / 42` (as exact integers, in 42 angle bins of which a window takes 7); the
+//! orientation is the angle of the longest sum.
 //!
 //! Descriptor (Agrawal et al.'s modification as implemented by OpenSURF `getDescriptor`): a
 //! `24 s` window split into 4x4 overlapping sub-regions of 9x9 samples at spacing `s = scale`,
@@ -14,9 +15,8 @@
 //! `(sum dx, sum dy, sum |dx|, sum |dy|)` weighted by a Gaussian (sigma 1.5) over the sub-region
 //! grid; unit length. The exact loops are written out in `docs/ARCHITECTURE.md`.
 //!
-//! The Gaussians' constant factors `1 / (2 pi sigma^2)` are left out where they are common to all
-//! samples that end up in one normalised vector (they cancel); the orientation keeps them
-//! (they do not change the angle either).
+//! The Gaussians' constant factors `1 / (2 pi sigma^2)` are left out: they are common to all
+//! samples that end up in one normalised vector or one angle.
 //!
 //! ```
 //! use surfcl_core::{GrayImage, IntegralImage, Keypoint};
@@ -181,43 +181,36 @@ fn to_turn(a: f32) -> f32 {
     if a < 0.0 { wrapped } else { a }
 }
 
-/// Number of orientation windows: `0.15 k < 2 pi` for `k = 0..42`.
-const WINDOWS: usize = 42;
+/// Number of orientation angle bins, each `2 pi / 42` wide.
+const BINS: usize = 42;
 
-/// The orientation samples' Gaussian (sigma 2.5) over `|i|, |j|` in `0..=6`:
-/// `expf(-(i^2 + j^2) / 12.5) / (2 pi 6.25)` with the crate's [`math::expf`], evaluated by the
-/// compiler (the same `f32` operations as at run time; `core/src/math.rs` tests that).
-const ORIENTATION_WEIGHTS: [[f32; 7]; 7] = {
-    let mut g = [[0f32; 7]; 7];
+/// Bins per orientation window: `7 (2 pi / 42) = pi / 3`. One window starts at every bin.
+const WINDOW_BINS: usize = 7;
+
+/// `42 / (2 pi)` in `f32` (bits 0x40d5e77c, which `surf.cl` uses): a sample at angle `a` in
+/// `[0, 2 pi)` falls into bin `min(i32(a * ORIENTATION_BIN_SCALE), 41)`.
+pub const ORIENTATION_BIN_SCALE: f32 = BINS as f32 / (2.0 * PI);
+
+/// Partial bin sums of the SIMD path (see [`assign_orientation`]).
+const PARTIALS: usize = 4;
+
+/// The orientation samples' Gaussian (sigma 2.5) over `|i|, |j|` in `0..=6`, in units of
+/// `2^-16` without its constant factor: `i32(expf(-(i^2 + j^2) / 12.5) * 65536 + 0.5)` with the
+/// crate's [`math::expf`], evaluated by the compiler (the same `f32` operations as at run time;
+/// `core/src/math.rs` tests that).
+const ORIENTATION_WEIGHTS: [[i32; 7]; 7] = {
+    let mut g = [[0i32; 7]; 7];
     let mut i = 0;
     while i < 7 {
         let mut j = 0;
         while j < 7 {
-            g[i][j] =
-                math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5)) / (2.0 * PI * 2.5 * 2.5);
+            let e = math::expf(-((i * i + j * j) as f32) / (2.0 * 2.5 * 2.5));
+            g[i][j] = (e * 65536.0 + 0.5) as i32;
             j += 1;
         }
         i += 1;
     }
     g
-};
-
-/// The orientation windows `(ang1, ang2)`: `ang1 = 0.15 k`, `ang2 = ang1 + pi/3` unless that
-/// passes 2 pi, then `ang1 - 5 pi / 3` (OpenSURF's rules), evaluated by the compiler.
-const WINDOW_BOUNDS: [(f32, f32); WINDOWS] = {
-    let mut bounds = [(0f32, 0f32); WINDOWS];
-    let mut k = 0;
-    while k < WINDOWS {
-        let ang1 = k as f32 * 0.15;
-        let ang2 = if ang1 + PI / 3.0 > 2.0 * PI {
-            ang1 - 5.0 * PI / 3.0
-        } else {
-            ang1 + PI / 3.0
-        };
-        bounds[k] = (ang1, ang2);
-        k += 1;
-    }
-    bounds
 };
 
 /// Number of orientation samples: the `(i, j)` with `i^2 + j^2 < 36`.
@@ -244,9 +237,10 @@ pub const ORIENTATION_OFFSETS: [(i8, i8); ORIENTATION_SAMPLES] = {
     offsets
 };
 
-/// [`ORIENTATION_OFFSETS`] `(i, j)` with their Gaussian weights
-/// `expf(-(i^2 + j^2) / 12.5) / (2 pi 6.25)` (the crate's `expf`), evaluated by the compiler;
-/// the OpenCL kernels get them as a table.
+/// [`ORIENTATION_OFFSETS`] `(i, j)` with their Gaussian weights in units of `2^-16`,
+/// `i32(expf(-(i^2 + j^2) / 12.5) * 65536 + 0.5)` (the crate's `expf`), evaluated by the
+/// compiler; as `f32` (integers up to 65536, exact) because the OpenCL kernels get them in a
+/// `float4` table.
 pub const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
     let mut grid = [(0i8, 0i8, 0f32); ORIENTATION_SAMPLES];
     let mut n = 0;
@@ -255,56 +249,42 @@ pub const ORIENTATION_GRID: [(i8, i8, f32); ORIENTATION_SAMPLES] = {
         grid[n] = (
             i,
             j,
-            ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize],
+            ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize] as f32,
         );
         n += 1;
     }
     grid
 };
 
-/// Window slots: [`WINDOWS`] rounded up to a multiple of 8 so that the window loop is whole SIMD
-/// vectors on every target; the padding windows are empty and never win.
-const WINDOW_SLOTS: usize = WINDOWS.div_ceil(8) * 8;
-
-/// Window slots `0..SINGLE_INTERVAL_SLOTS` hold windows that do not wrap past 2 pi (their second
-/// interval is empty), a whole number of 8-lane vectors (checked by the compiler below).
-const SINGLE_INTERVAL_SLOTS: usize = 32;
-const _: () = {
-    let mut k = 0;
-    while k < SINGLE_INTERVAL_SLOTS {
-        assert!(WINDOW_BOUNDS[k].0 < WINDOW_BOUNDS[k].1);
-        k += 1;
+/// [`ORIENTATION_GRID`]'s weights as the integers the sums use.
+pub(crate) const ORIENTATION_WEIGHT_BY_SAMPLE: [i64; ORIENTATION_SAMPLES] = {
+    let mut weights = [0i64; ORIENTATION_SAMPLES];
+    let mut n = 0;
+    while n < ORIENTATION_SAMPLES {
+        let (i, j) = ORIENTATION_OFFSETS[n];
+        weights[n] =
+            ORIENTATION_WEIGHTS[i.unsigned_abs() as usize][j.unsigned_abs() as usize] as i64;
+        n += 1;
     }
+    weights
 };
 
-/// Window `k` as the union of two open intervals `(lo.0, hi.0) ∪ (lo.1, hi.1)`, exactly the
-/// tests of OpenSURF: `(ang1, ang2)` for a window that does not wrap, `(0, ang2) ∪ (ang1, 2 pi)`
-/// for one that does. Empty intervals are `(0, 0)`.
-const WINDOW_INTERVALS: [[f32; WINDOW_SLOTS]; 4] = {
-    let mut t = [[0f32; WINDOW_SLOTS]; 4];
-    let mut k = 0;
-    while k < WINDOWS {
-        let (ang1, ang2) = WINDOW_BOUNDS[k];
-        if ang1 < ang2 {
-            t[0][k] = ang1;
-            t[1][k] = ang2;
-        } else {
-            t[1][k] = ang2;
-            t[2][k] = ang1;
-            t[3][k] = 2.0 * PI;
-        }
-        k += 1;
-    }
-    t
-};
+/// The bin of a sample at angle `a` (in `[0, 2 pi)`; a NaN, which only a `(0, 0)` response
+/// gives on the SIMD path and which adds nothing to any bin, lands in bin 0).
+#[inline(always)]
+fn orientation_bin(a: f32) -> usize {
+    // `as` saturates (NaN to 0); the clamp keeps the index in range whatever `a` is.
+    ((a * ORIENTATION_BIN_SCALE) as i32).clamp(0, BINS as i32 - 1) as usize
+}
 
-/// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint.
+/// Assigns `kp.orientation` (radians in `[0, 2 pi)`) from Haar responses around the keypoint
+/// (`docs/ARCHITECTURE.md`, orientation).
 ///
-/// Every sample is tested against every window and added where it is inside, in sample order,
-/// so each window's sums are those of OpenSURF's window-by-window loop. The test is branch-free
-/// (a sample outside adds `+0.0`, which leaves any sum unchanged: a sum of non-zero weights
-/// times integers starts at `+0.0` and can never be `-0.0`), so the loop over windows is one
-/// SIMD compare-and-add on every target instead of unpredictable branches.
+/// Each sample's weighted integer responses go to the bin of its angle; each of the 42 windows
+/// is 7 consecutive bins (`pi / 3`), and the orientation is the angle of the longest window
+/// sum. The sums are exact integers, so the order of the additions cannot change a bit: the
+/// SIMD path adds consecutive samples into four partial sums (no chain of dependent additions
+/// to one bin), microcontrollers add each sample as it is computed (no arrays on the stack).
 // Not inlined: inside `describe_all` its locals would be added to `describe`'s in one frame.
 #[inline(never)]
 pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
@@ -317,79 +297,82 @@ fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
     let r = math::roundf(kp.y) as i32;
     let c = math::roundf(kp.x) as i32;
-    let [lo0, hi0, lo1, hi1] = &WINDOW_INTERVALS;
-    let mut sum_x = [0f32; WINDOW_SLOTS];
-    let mut sum_y = [0f32; WINDOW_SLOTS];
-    // The weighted responses first, then all their angles in one loop: with no zero or
-    // non-finite response (the usual keypoint) that loop is branch-free and vectorises.
-    let mut responses = [(0f32, 0f32); ORIENTATION_SAMPLES];
-    if !orientation_responses_from_lattice(ii, r, c, s, &mut responses) {
-        for (out, &(i, j, w)) in responses.iter_mut().zip(&ORIENTATION_GRID) {
-            let (i, j) = (i32::from(i), i32::from(j));
-            let (hx, hy) = haar_xy(ii, r + j * s, c + i * s, 4 * s);
-            *out = (w * hx, w * hy);
-        }
+    let mut bin_x = [0i64; BINS];
+    let mut bin_y = [0i64; BINS];
+    if !orientation_bins_from_lattice(ii, r, c, s, &mut bin_x, &mut bin_y) {
+        orientation_bins_per_sample(ii, r, c, s, &mut bin_x, &mut bin_y);
     }
-    let mut angles = [0f32; ORIENTATION_SAMPLES];
-    let regular = responses
-        .iter()
-        .all(|&(x, y)| x.is_finite() && y.is_finite() && (x != 0.0 || y != 0.0));
-    for (a, &(x, y)) in angles.iter_mut().zip(&responses) {
-        *a = if regular {
-            to_turn(math::atan2f_regular(y, x))
-        } else {
-            angle(x, y)
-        };
+    // Window k is bins k..k+7 (mod 42): a sliding sum, exact in integers. The first window of
+    // largest length (none when every length is 0), then its angle: one `atan2`.
+    let (mut sum_x, mut sum_y) = (0i64, 0i64);
+    for b in 0..WINDOW_BINS {
+        sum_x += bin_x[b];
+        sum_y += bin_y[b];
     }
-    for (&(res_x, res_y), &a) in responses.iter().zip(&angles) {
-        // The first windows are single intervals: one test fewer per window.
-        for k in 0..SINGLE_INTERVAL_SLOTS {
-            let inside = (lo0[k] < a) & (a < hi0[k]);
-            sum_x[k] += if inside { res_x } else { 0.0 };
-            sum_y[k] += if inside { res_y } else { 0.0 };
-        }
-        for k in SINGLE_INTERVAL_SLOTS..WINDOW_SLOTS {
-            let inside = ((lo0[k] < a) & (a < hi0[k])) | ((lo1[k] < a) & (a < hi1[k]));
-            sum_x[k] += if inside { res_x } else { 0.0 };
-            sum_y[k] += if inside { res_y } else { 0.0 };
-        }
-    }
-    // The first window of largest length (none when every length is 0 or NaN), then its
-    // angle: one `atan2` instead of one per improvement.
     let mut best = 0f32;
-    let mut winner = None;
-    for (k, (&sx, &sy)) in sum_x.iter().zip(sum_y.iter()).take(WINDOWS).enumerate() {
-        let len = sx * sx + sy * sy;
+    let mut winner = (0f32, 0f32);
+    for k in 0..BINS {
+        let (x, y) = (sum_x as f32, sum_y as f32);
+        let len = x * x + y * y;
         if len > best {
             best = len;
-            winner = Some(k);
+            winner = (x, y);
         }
+        let (leaving, entering) = (k, (k + WINDOW_BINS) % BINS);
+        sum_x += bin_x[entering] - bin_x[leaving];
+        sum_y += bin_y[entering] - bin_y[leaving];
     }
-    kp.orientation = winner.map_or(0.0, |k| angle(sum_x[k], sum_y[k]));
+    kp.orientation = if best > 0.0 {
+        angle(winner.0, winner.1)
+    } else {
+        0.0
+    };
+}
+
+/// The bin sums of [`assign_orientation`]'s samples, added to `bin_x` and `bin_y`, one sample
+/// at a time through [`haar_pair`] (any footprint, clipped at the image's edges).
+#[inline(always)]
+fn orientation_bins_per_sample(
+    ii: &IntegralImage,
+    r: i32,
+    c: i32,
+    s: i32,
+    bin_x: &mut [i64; BINS],
+    bin_y: &mut [i64; BINS],
+) {
+    for (&(i, j, _), &g) in ORIENTATION_GRID.iter().zip(&ORIENTATION_WEIGHT_BY_SAMPLE) {
+        let (i, j) = (i32::from(i), i32::from(j));
+        let (hx, hy) = haar_pair(ii, r + j * s, c + i * s, 4 * s);
+        let b = orientation_bin(angle(hx as f32, hy as f32));
+        bin_x[b] += g * hx;
+        bin_y[b] += g * hy;
+    }
 }
 
 /// Table rows (and columns) of the orientation samples' corners: offsets `-8 s ..= 8 s` in
 /// steps of `s` from the keypoint.
 const LATTICE: usize = 17;
 
-/// The weighted Haar responses of [`assign_orientation`]'s samples, when every footprint lies
-/// inside the image and the target has SIMD units (returns `false`, and leaves `out` alone,
-/// otherwise). The samples sit at
+/// The bin sums of [`assign_orientation`]'s samples, added to `bin_x` and `bin_y` (all zero on
+/// entry), when every footprint lies inside the image and the target has SIMD units (returns
+/// `false`, and leaves the bins alone, otherwise). The samples sit at
 /// `(r + j s, c + i s)` with boxes of size `4 s`, so all their table corners lie on one lattice
 /// of `17 x 17` rows and columns `r + m s`, `c + n s` (`m, n` in `-8..=8`): read once, that is
 /// 289 table reads instead of 872, and each sample's [`half_boxes`] come from the lattice. The
 /// same wrapping `u32` sums and `i64` differences as [`haar_pair`] ([`haar_from_corners`]), so
-/// the same bits.
+/// the same integers; the angles of all samples are then computed in one branch-free loop that
+/// vectorises, and the samples are added to [`PARTIALS`] partial bin arrays in turn.
 #[inline(always)]
-fn orientation_responses_from_lattice(
+fn orientation_bins_from_lattice(
     ii: &IntegralImage,
     r: i32,
     c: i32,
     s: i32,
-    out: &mut [(f32, f32); ORIENTATION_SAMPLES],
+    bin_x: &mut [i64; BINS],
+    bin_y: &mut [i64; BINS],
 ) -> bool {
-    // Microcontrollers keep the per-sample reads: the lattice is 1.2 KB of stack, and there the
-    // time goes to floating point, not to table reads.
+    // Microcontrollers add each sample as it comes: the lattice and the arrays below are 4 KB
+    // of stack, and there the time goes to the arithmetic, not to table reads.
     if !math::SIMD_UNITS {
         return false;
     }
@@ -410,21 +393,51 @@ fn orientation_responses_from_lattice(
             *v = t[base + n * step];
         }
     }
-    for (out, &(i, j, w)) in out.iter_mut().zip(&ORIENTATION_GRID) {
+    // The integers for the sums and, rounded to `f32` here (one conversion each, not
+    // vectorisable without AVX-512), the values whose angles the next loop computes.
+    let mut responses = [(0i64, 0i64); ORIENTATION_SAMPLES];
+    let mut rounded_x = [0f32; ORIENTATION_SAMPLES];
+    let mut rounded_y = [0f32; ORIENTATION_SAMPLES];
+    for (n, &(i, j, _)) in ORIENTATION_GRID.iter().enumerate() {
         // Sample (i, j) has its centre at lattice (j + 8, i + 8) and half-size 2 s.
-        let (m, n) = ((j + 8) as usize, (i + 8) as usize);
+        let (m, col) = ((j + 8) as usize, (i + 8) as usize);
         let (above, centre, below) = (&lattice[m - 2], &lattice[m], &lattice[m + 2]);
         let (hx, hy) = haar_from_corners([
-            above[n - 2],
-            above[n],
-            above[n + 2],
-            centre[n - 2],
-            centre[n + 2],
-            below[n - 2],
-            below[n],
-            below[n + 2],
+            above[col - 2],
+            above[col],
+            above[col + 2],
+            centre[col - 2],
+            centre[col + 2],
+            below[col - 2],
+            below[col],
+            below[col + 2],
         ]);
-        *out = (w * hx as f32, w * hy as f32);
+        responses[n] = (hx, hy);
+        rounded_x[n] = hx as f32;
+        rounded_y[n] = hy as f32;
+    }
+    // `atan2f_regular` is `atan2f` except for a (0, 0) response, where it gives NaN (bin 0):
+    // such a sample adds 0 to its bin, so its bin does not matter. Branch-free: vectorises.
+    let mut bins = [0u32; ORIENTATION_SAMPLES];
+    for ((b, &x), &y) in bins.iter_mut().zip(&rounded_x).zip(&rounded_y) {
+        *b = orientation_bin(to_turn(math::atan2f_regular(y, x))) as u32;
+    }
+    let mut part_x = [[0i64; BINS]; PARTIALS];
+    let mut part_y = [[0i64; BINS]; PARTIALS];
+    let samples = responses
+        .iter()
+        .zip(&bins)
+        .zip(&ORIENTATION_WEIGHT_BY_SAMPLE);
+    for (n, ((&(hx, hy), &b), &g)) in samples.enumerate() {
+        let p = n % PARTIALS;
+        part_x[p][b as usize] += g * hx;
+        part_y[p][b as usize] += g * hy;
+    }
+    for (p_x, p_y) in part_x.iter().zip(&part_y) {
+        for b in 0..BINS {
+            bin_x[b] += p_x[b];
+            bin_y[b] += p_y[b];
+        }
     }
     true
 }
@@ -986,45 +999,39 @@ mod tests {
         Owned::new(out, n, n)
     }
 
-    /// OpenSURF's getOrientation, transcribed window by window (the reference for the
-    /// sample-major loop of `assign_orientation`).
+    /// ARCHITECTURE.md's orientation transcribed window by window, testing every sample's bin
+    /// against every window (the reference for the bin sums of `assign_orientation`).
     fn reference_orientation(ii: &IntegralImage, kp: &Keypoint) -> f32 {
         let s = kp.scale.round() as i32;
         let (r, c) = (kp.y.round() as i32, kp.x.round() as i32);
-        let (mut rx, mut ry, mut ang) = (Vec::new(), Vec::new(), Vec::new());
+        let bin_scale = core::hint::black_box(42.0f32) / (2.0 * PI);
+        let mut samples = Vec::new();
         for i in -6i32..=6 {
             for j in -6i32..=6 {
                 if i * i + j * j < 36 {
-                    let g = math::expf(-((i * i + j * j) as f32) / 12.5) / (2.0 * PI * 6.25);
-                    let x = g * haar_x(ii, r + j * s, c + i * s, 4 * s) as f32;
-                    let y = g * haar_y(ii, r + j * s, c + i * s, 4 * s) as f32;
-                    rx.push(x);
-                    ry.push(y);
-                    ang.push(angle(x, y));
+                    let d2 = core::hint::black_box((i * i + j * j) as f32);
+                    let g = (math::expf(-d2 / 12.5) * 65536.0 + 0.5) as i32;
+                    let hx = haar_x(ii, r + j * s, c + i * s, 4 * s);
+                    let hy = haar_y(ii, r + j * s, c + i * s, 4 * s);
+                    let a = angle(hx as f32, hy as f32);
+                    let bin = ((a * bin_scale) as i32).min(41);
+                    samples.push((i64::from(g) * hx, i64::from(g) * hy, bin));
                 }
             }
         }
         let (mut best, mut orientation) = (0f32, 0f32);
         for k in 0..42 {
-            let ang1 = k as f32 * 0.15;
-            let ang2 = if ang1 + PI / 3.0 > 2.0 * PI {
-                ang1 - 5.0 * PI / 3.0
-            } else {
-                ang1 + PI / 3.0
-            };
-            let (mut sx, mut sy) = (0f32, 0f32);
-            for idx in 0..ang.len() {
-                let a = ang[idx];
-                if (ang1 < ang2 && ang1 < a && a < ang2)
-                    || (ang2 < ang1 && ((a > 0.0 && a < ang2) || (a > ang1 && a < 2.0 * PI)))
-                {
-                    sx += rx[idx];
-                    sy += ry[idx];
+            let (mut sx, mut sy) = (0i64, 0i64);
+            for &(x, y, bin) in &samples {
+                if (bin - k).rem_euclid(42) < 7 {
+                    sx += x;
+                    sy += y;
                 }
             }
-            if sx * sx + sy * sy > best {
-                best = sx * sx + sy * sy;
-                orientation = angle(sx, sy);
+            let (x, y) = (sx as f32, sy as f32);
+            if x * x + y * y > best {
+                best = x * x + y * y;
+                orientation = angle(x, y);
             }
         }
         orientation
@@ -1160,7 +1167,7 @@ mod tests {
     }
 
     #[test]
-    fn orientation_lattice_reads_the_per_sample_responses() {
+    fn orientation_lattice_gives_the_per_sample_bins() {
         let img = boat(1);
         let ii = img.ii();
         let mut rng = StdRng::seed_from_u64(9);
@@ -1168,45 +1175,100 @@ mod tests {
         for _ in 0..2000 {
             let (r, c) = (rng.gen_range(-10..700), rng.gen_range(-10..870));
             let s = rng.gen_range(1..40);
-            let mut lattice = [(0f32, 0f32); ORIENTATION_SAMPLES];
-            let mut per_sample = [(0f32, 0f32); ORIENTATION_SAMPLES];
-            for (out, &(i, j, w)) in per_sample.iter_mut().zip(&ORIENTATION_GRID) {
-                let (i, j) = (i32::from(i), i32::from(j));
-                let (hx, hy) = haar_xy(&ii, r + j * s, c + i * s, 4 * s);
-                *out = (w * hx, w * hy);
-            }
+            let (mut lattice_x, mut lattice_y) = ([0i64; BINS], [0i64; BINS]);
+            let (mut per_sample_x, mut per_sample_y) = ([0i64; BINS], [0i64; BINS]);
+            orientation_bins_per_sample(&ii, r, c, s, &mut per_sample_x, &mut per_sample_y);
             let inside = r - 8 * s >= 0 && c - 8 * s >= 0 && r + 8 * s <= 680 && c + 8 * s <= 850;
             assert_eq!(
-                orientation_responses_from_lattice(&ii, r, c, s, &mut lattice),
+                orientation_bins_from_lattice(&ii, r, c, s, &mut lattice_x, &mut lattice_y),
                 inside,
                 "{r} {c} {s}"
             );
             if inside {
                 taken += 1;
-                let bits = |v: &[(f32, f32)]| {
-                    v.iter()
-                        .map(|(x, y)| (x.to_bits(), y.to_bits()))
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(bits(&lattice), bits(&per_sample), "{r} {c} {s}");
+                assert_eq!(
+                    (lattice_x, lattice_y),
+                    (per_sample_x, per_sample_y),
+                    "{r} {c} {s}"
+                );
+                // Not a vacuous comparison: the samples spread over several bins.
+                assert!(per_sample_x.iter().filter(|&&v| v != 0).count() > 2);
             } else {
                 refused += 1;
+                assert_eq!((lattice_x, lattice_y), ([0; BINS], [0; BINS]));
             }
         }
         assert!(taken > 200 && refused > 200, "{taken} {refused}");
     }
 
     #[test]
+    fn flat_and_zero_samples_add_nothing_to_any_bin() {
+        // A flat image: every response is (0, 0), on both paths; the orientation is 0.
+        let flat = Owned::new(vec![90u8; 100 * 100], 100, 100);
+        let ii = flat.ii();
+        let mut kp = Keypoint {
+            x: 50.0,
+            y: 50.0,
+            scale: 2.0,
+            ..Keypoint::default()
+        };
+        assign_orientation(&ii, &mut kp);
+        assert_eq!(kp.orientation.to_bits(), 0);
+        // A half-flat patch: the (0, 0) samples of the flat half must not move the others'
+        // sums (the SIMD path gives them NaN angles).
+        let mut half = vec![90u8; 100 * 100];
+        for (k, p) in half.iter_mut().enumerate() {
+            let (x, y) = (k % 100, k / 100);
+            if x > 50 {
+                *p = (90 + 3 * (x - 50) + (y % 7)) as u8;
+            }
+        }
+        let half = Owned::new(half, 100, 100);
+        let ii = half.ii();
+        let (mut lattice_x, mut lattice_y) = ([0i64; BINS], [0i64; BINS]);
+        let (mut per_sample_x, mut per_sample_y) = ([0i64; BINS], [0i64; BINS]);
+        orientation_bins_per_sample(&ii, 50, 50, 2, &mut per_sample_x, &mut per_sample_y);
+        let taken = orientation_bins_from_lattice(&ii, 50, 50, 2, &mut lattice_x, &mut lattice_y);
+        assert_eq!(taken, math::SIMD_UNITS);
+        if taken {
+            assert_eq!((lattice_x, lattice_y), (per_sample_x, per_sample_y));
+        }
+        assert!(per_sample_x.iter().any(|&v| v != 0));
+        let mut kp = Keypoint {
+            x: 50.0,
+            y: 50.0,
+            scale: 2.0,
+            ..Keypoint::default()
+        };
+        assign_orientation(&ii, &mut kp);
+        assert_eq!(
+            kp.orientation.to_bits(),
+            reference_orientation(&ii, &kp).to_bits()
+        );
+    }
+
+    #[test]
     fn compile_time_weights_are_the_run_time_ones_and_the_kernel_constant() {
-        // surf.cl divides by this constant's bits; the const tables use the run-time operations.
-        assert_eq!((2.0 * PI * 2.5 * 2.5).to_bits(), 0x421d_1463);
-        let den = core::hint::black_box(2.0 * PI * 2.5 * 2.5);
+        // surf.cl multiplies by this constant's bits; the const tables use the run-time
+        // operations.
+        assert_eq!(ORIENTATION_BIN_SCALE.to_bits(), 0x40d5_e77c);
+        assert_eq!(
+            (core::hint::black_box(42.0f32) / (2.0 * PI)).to_bits(),
+            0x40d5_e77c
+        );
+        // The largest angle below 2 pi lands in the last bin, not past it.
+        let largest = f32::from_bits((2.0 * PI).to_bits() - 1);
+        assert_eq!(orientation_bin(largest), BINS - 1);
+        assert_eq!((largest * ORIENTATION_BIN_SCALE) as i32, 41);
+        assert_eq!(orientation_bin(0.0), 0);
+        assert_eq!(orientation_bin(f32::NAN), 0);
         for (i, row) in ORIENTATION_WEIGHTS.iter().enumerate() {
             for (j, &w) in row.iter().enumerate() {
                 let n = core::hint::black_box((i * i + j * j) as f32);
-                assert_eq!(w.to_bits(), (math::expf(-n / 12.5) / den).to_bits());
+                assert_eq!(w, (math::expf(-n / 12.5) * 65536.0 + 0.5) as i32);
             }
         }
+        assert_eq!(ORIENTATION_WEIGHTS[0][0], 65536);
         for (r, &w) in SUBREGION_WEIGHTS.iter().enumerate() {
             let gx = core::hint::black_box((r / 4) as f32 + 0.5 - 2.0);
             let gy = (r % 4) as f32 + 0.5 - 2.0;
@@ -1215,16 +1277,13 @@ mod tests {
                 math::expf(-(gx * gx + gy * gy) / 4.5).to_bits()
             );
         }
-        // 35 windows that do not wrap, then 7 that do; the padding slots are empty.
-        let wrapping = (0..WINDOW_SLOTS).filter(|&k| WINDOW_INTERVALS[3][k] > 0.0);
         assert_eq!(
-            wrapping.collect::<Vec<_>>(),
-            (35..WINDOWS).collect::<Vec<_>>()
+            ORIENTATION_GRID[0],
+            (-5, -3, ORIENTATION_WEIGHTS[5][3] as f32)
         );
-        for k in WINDOWS..WINDOW_SLOTS {
-            assert!(WINDOW_INTERVALS.iter().all(|bound| bound[k] == 0.0));
+        for (&(_, _, w), &g) in ORIENTATION_GRID.iter().zip(&ORIENTATION_WEIGHT_BY_SAMPLE) {
+            assert_eq!(w as i64, g);
         }
-        assert_eq!(ORIENTATION_GRID[0], (-5, -3, ORIENTATION_WEIGHTS[5][3]));
     }
 
     #[test]

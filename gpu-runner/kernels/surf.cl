@@ -677,7 +677,7 @@ inline float haar_y(__global const uint* ii, int w, int h, int row, int col, int
 // its bounds. Clamping is monotonic, so every box of haar_x/haar_y is the same 4-corner
 // difference of these (an empty clamped box gives 0 either way): identical to the two calls
 // above, with 9 loads instead of 16.
-inline float2 haar_xy_even(__global const uint* ii, int w, int h, int row, int col, int s) {
+inline long2 haar_pair_even(__global const uint* ii, int w, int h, int row, int col, int s) {
     int hs = s / 2;
     size_t stride = (size_t)w + 1;
     size_t r0 = (size_t)clamp(row - hs, 0, h) * stride;
@@ -693,15 +693,24 @@ inline float2 haar_xy_even(__global const uint* ii, int w, int h, int row, int c
     long left = (long)(uint)(a21 - a01 - a20 + a00);
     long bottom = (long)(uint)(a22 - a12 - a20 + a10);
     long top = (long)(uint)(a12 - a02 - a10 + a00);
-    return (float2)((float)(right - left), (float)(bottom - top));
+    return (long2)(right - left, bottom - top);
+}
+
+// haar_pair_even's integers, each rounded to the nearest float (as the core's `as f32`).
+inline float2 haar_xy_even(__global const uint* ii, int w, int h, int row, int col, int s) {
+    long2 v = haar_pair_even(ii, w, h, row, col, s);
+    return (float2)((float)v.x, (float)v.y);
 }
 
 #define ORI_SAMPLES 109
-#define ORI_WINDOWS 42
-// The orientation samples in parts of at most 64 (one bit mask each) for the window tests.
+#define ORI_BINS 42
+#define ORI_WINDOW_BINS 7
+// The bin sums in parts of the samples, one work-item per (bin, part).
 #define ORI_PARTS 3
 #define ORI_PART_SAMPLES 37
 #define PI_F M_PI_F
+// 42 / (2 pi) in float: the core's ORIENTATION_BIN_SCALE, by its bits.
+#define ORI_BIN_SCALE as_float(0x40d5e77cu)
 
 // atan2(y, x) mapped into [0, 2 pi), as surfcl-core's `describe::angle` (with its atan2f).
 inline float get_angle(float x, float y) {
@@ -718,24 +727,24 @@ inline uint kept_count(__global const uint* result, uint capacity, uint max_keyp
     return min(min(result[H_CANDIDATES], capacity), max_keypoints);
 }
 
-// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, g, -) of
-// the 109 samples in OpenSURF's order, g the Gaussian weight as the CPU computes it,
-// expf(-(i^2 + j^2) / 12.5) / ((2 pi) 2.5) 2.5 (its ORIENTATION_GRID, the same bits).
+// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, G, -) of
+// the 109 samples in OpenSURF's order, G the integer Gaussian weight in units of 2^-16 (the
+// core's ORIENTATION_GRID, exact in a float).
 //
-// The windows: each must sum its samples in sample order (the CPU's sums, bit for bit), which
-// is sequential per window. So ORI_PARTS work-items per window first find which samples of
-// their part of the 109 lie inside it (a bit mask each, all windows and parts at once), then one
-// work-item per window adds only those, in order: about 37 tests and 18 additions in a row
-// instead of 109 tests.
+// docs/ARCHITECTURE.md, orientation: each sample's weighted integer responses go to the bin of
+// its angle (42 bins), a window is 7 consecutive bins, the orientation is the angle of the
+// longest window sum. The sums are exact 64-bit integers, so the work-items may add in any
+// order: one per (bin, part of the samples), then one per window adds its 7 x 3 partial sums.
 __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
                           uint max_keypoints, __global const float4* ori_table,
                           __global uint* result) {
-    __local float rx[ORI_SAMPLES];
-    __local float ry[ORI_SAMPLES];
-    __local float ang[ORI_SAMPLES];
-    __local float sum_x[ORI_WINDOWS];
-    __local float sum_y[ORI_WINDOWS];
-    __local ulong inside_mask[ORI_WINDOWS * ORI_PARTS];
+    __local long wx[ORI_SAMPLES];
+    __local long wy[ORI_SAMPLES];
+    __local int bin[ORI_SAMPLES];
+    __local long part_x[ORI_BINS * ORI_PARTS];
+    __local long part_y[ORI_BINS * ORI_PARTS];
+    __local float2 window_sum[ORI_BINS];
+    __local float window_len[ORI_BINS];
     uint n = kept_count(result, capacity, max_keypoints);
     uint lid = get_local_id(0), lsz = get_local_size(0);
     for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
@@ -746,62 +755,56 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
         for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
             float4 t = ori_table[k];
             int i = (int)t.x, j = (int)t.y;
-            float g = t.z;
-            float2 hv = haar_xy_even(ii, w, h, r + j * s, c + i * s, 4 * s);
-            float vx = g * hv.x;
-            float vy = g * hv.y;
-            rx[k] = vx;
-            ry[k] = vy;
-            ang[k] = get_angle(vx, vy);
+            long g = (long)t.z;
+            long2 hv = haar_pair_even(ii, w, h, r + j * s, c + i * s, 4 * s);
+            wx[k] = g * hv.x;
+            wy[k] = g * hv.y;
+            // A (0, 0) response has angle 0 here (bin 0) and adds nothing wherever it lands.
+            float a = get_angle(convert_float_rte(hv.x), convert_float_rte(hv.y));
+            bin[k] = clamp((int)(a * ORI_BIN_SCALE), 0, ORI_BINS - 1);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint task = lid; task < ORI_WINDOWS * ORI_PARTS; task += lsz) {
-            uint wdx = task / ORI_PARTS, part = task - wdx * ORI_PARTS;
-            float ang1 = (float)wdx * 0.15f;
-            float ang2 = ang1 + PI_F / 3.0f > 2 * PI_F ? ang1 - 5.0f * PI_F / 3.0f
-                                                       : ang1 + PI_F / 3.0f;
-            int first = (int)part * ORI_PART_SAMPLES;
+        for (uint task = lid; task < ORI_BINS * ORI_PARTS; task += lsz) {
+            int b = (int)(task / ORI_PARTS), part = (int)(task - (uint)b * ORI_PARTS);
+            int first = part * ORI_PART_SAMPLES;
             int last = min(first + ORI_PART_SAMPLES, ORI_SAMPLES);
-            ulong mask = 0;
+            long sx = 0, sy = 0;
             for (int k = first; k < last; ++k) {
-                float a = ang[k];
-                bool inside = ang1 < ang2
-                                  ? (ang1 < a && a < ang2)
-                                  : ((a > 0.0f && a < ang2) || (a > ang1 && a < 2.0f * PI_F));
-                mask |= (ulong)inside << (k - first);
+                bool inside = bin[k] == b;
+                sx += inside ? wx[k] : 0;
+                sy += inside ? wy[k] : 0;
             }
-            inside_mask[task] = mask;
+            part_x[task] = sx;
+            part_y[task] = sy;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint wdx = lid; wdx < ORI_WINDOWS; wdx += lsz) {
-            float sx = 0.0f, sy = 0.0f;
-            for (int part = 0; part < ORI_PARTS; ++part) {
-                ulong mask = inside_mask[wdx * ORI_PARTS + part];
-                while (mask != 0) {
-                    // The lowest set bit first: samples in order.
-                    int k = part * ORI_PART_SAMPLES + (63 - (int)clz(mask & (0 - mask)));
-                    sx += rx[k];
-                    sy += ry[k];
-                    mask &= mask - 1;
+        for (uint k = lid; k < ORI_BINS; k += lsz) {
+            long sx = 0, sy = 0;
+            for (uint d = 0; d < ORI_WINDOW_BINS; ++d) {
+                uint b = k + d < ORI_BINS ? k + d : k + d - ORI_BINS;
+                for (uint part = 0; part < ORI_PARTS; ++part) {
+                    sx += part_x[b * ORI_PARTS + part];
+                    sy += part_y[b * ORI_PARTS + part];
                 }
             }
-            sum_x[wdx] = sx;
-            sum_y[wdx] = sy;
+            float fx = convert_float_rte(sx), fy = convert_float_rte(sy);
+            window_sum[k] = (float2)(fx, fy);
+            window_len[k] = fx * fx + fy * fy;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
-            // The first window of largest length (none when every length is 0 or NaN), then
-            // its angle: one atan2 instead of one per improvement.
+            // The first window of largest length (none when every length is 0), then its
+            // angle: one atan2.
             float best = 0.0f;
             int winner = -1;
-            for (int k = 0; k < ORI_WINDOWS; ++k) {
-                float m = sum_x[k] * sum_x[k] + sum_y[k] * sum_y[k];
-                if (m > best) {
-                    best = m;
+            for (int k = 0; k < ORI_BINS; ++k) {
+                if (window_len[k] > best) {
+                    best = window_len[k];
                     winner = k;
                 }
             }
-            float orientation = winner < 0 ? 0.0f : get_angle(sum_x[winner], sum_y[winner]);
+            float orientation =
+                winner < 0 ? 0.0f : get_angle(window_sum[winner].x, window_sum[winner].y);
             rec[KP_ORIENTATION] = as_uint(orientation);
         }
         barrier(CLK_LOCAL_MEM_FENCE);

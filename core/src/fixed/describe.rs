@@ -9,88 +9,59 @@ use super::{
     isqrt_u128, round_fixed, sincos_q30,
 };
 use crate::describe::{DescribeError, describe_each, haar_pair};
-use crate::describe::{ORIENTATION_OFFSETS, ORIENTATION_SAMPLES};
+use crate::describe::{ORIENTATION_GRID, ORIENTATION_WEIGHT_BY_SAMPLE};
 #[cfg(test)]
 use crate::describe::{haar_x, haar_y};
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
 
-/// The orientation samples ([`ORIENTATION_OFFSETS`]) and their
-/// Gaussian weights `exp(-(i^2 + j^2) / 12.5)` in Q16 (the constant factor of the `f32` path's
-/// Gaussian is left out: it changes no angle).
-const ORIENTATION: [(i8, i8, i32); ORIENTATION_SAMPLES] = {
-    let mut table = [(0i8, 0i8, 0i32); ORIENTATION_SAMPLES];
-    let mut n = 0;
-    while n < ORIENTATION_SAMPLES {
-        let (i, j) = ORIENTATION_OFFSETS[n];
-        let d2 = (i as i32) * (i as i32) + (j as i32) * (j as i32);
-        let w = const_exp(-(d2 as f64) / 12.5);
-        table[n] = (i, j, (w * 65536.0 + 0.5) as i32);
-        n += 1;
-    }
-    table
-};
+/// Number of orientation angle bins (`2 pi / 42` each) and bins per window (`pi / 3`), as in
+/// the `f32` path.
+const BINS: usize = 42;
+/// Bins per orientation window.
+const WINDOW_BINS: usize = 7;
 
-/// The window step 0.15 rad and the window width pi/3, in Q16.
-const WINDOW_STEP_Q16: i64 = 9_830; // round(0.15 * 2^16)
-/// pi/3 in Q16.
-const WINDOW_WIDTH_Q16: i64 = 68_629; // round(pi / 3 * 2^16)
-/// 5 pi/3 in Q16.
-const FIVE_PI_3_Q16: i64 = 343_146; // round(5 pi / 3 * 2^16)
-/// Windows `k = 0..42` (`0.15 k < 2 pi`).
-const WINDOWS: i64 = 42;
-
-/// Assigns `kp.orientation` from Haar responses around the keypoint, in fixed point (the
-/// `f32` path's definition: 109 Gaussian-weighted samples, the longest sum in a sliding pi/3
-/// window). The angle is computed in Q16 and stored exactly in the `f32` field.
+/// Assigns `kp.orientation` from Haar responses around the keypoint, in fixed point: the `f32`
+/// path's samples, integer weights and exact `i64` bin and window sums, with each sample's bin
+/// taken from its CORDIC angle in Q16 (so a sample within about `2^-16` rad of a bin edge may
+/// land in the neighbouring bin of the `f32` path's). The angle of the longest window is
+/// computed in Q16 and stored exactly in the `f32` field.
 pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = round_fixed(fixed_from_f32(kp.scale, POS_FRAC), POS_FRAC) as i32;
     let r = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
     let c = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
-    // Weighted responses >> 8 fit i32 (|haar| < 2^21 for scales up to 64, weights < 2^17), which
-    // keeps this frame well under 2 KB; 8 of their ~37 bits are more than the angle needs.
-    let mut rx = [0i32; 109];
-    let mut ry = [0i32; 109];
-    let mut angle = [0i32; 109];
-    for (n, &(i, j, w)) in ORIENTATION.iter().enumerate() {
+    // Each sample is added to its bin as it is computed: no per-sample arrays on the stack.
+    let mut bin_x = [0i64; BINS];
+    let mut bin_y = [0i64; BINS];
+    for (&(i, j, _), &g) in ORIENTATION_GRID.iter().zip(&ORIENTATION_WEIGHT_BY_SAMPLE) {
         let (i, j) = (i32::from(i), i32::from(j));
         let row = r.saturating_add(j.saturating_mul(s));
         let col = c.saturating_add(i.saturating_mul(s));
         let size = s.saturating_mul(4);
         let (hx, hy) = haar_pair(ii, row, col, size);
-        let wx = (i64::from(w) * hx) >> 8;
-        let wy = (i64::from(w) * hy) >> 8;
-        rx[n] = wx.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
-        ry[n] = wy.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
-        angle[n] = atan2_q16(wy, wx) as i32;
+        // The angle in [0, 2 pi) in Q16; its bin floor(a 42 / 2 pi), clamped.
+        let a = atan2_q16(hy, hx);
+        let b = ((a * BINS as i64) / TWO_PI_Q16).clamp(0, BINS as i64 - 1) as usize;
+        bin_x[b] += g * hx;
+        bin_y[b] += g * hy;
+    }
+    // Window k is bins k..k+7 (mod 42), a sliding sum; the first strictly longest wins.
+    let (mut sum_x, mut sum_y) = (0i64, 0i64);
+    for b in 0..WINDOW_BINS {
+        sum_x += bin_x[b];
+        sum_y += bin_y[b];
     }
     let mut best: u128 = 0;
     let mut best_sum = (0i64, 0i64);
-    for k in 0..WINDOWS {
-        let ang1 = k * WINDOW_STEP_Q16;
-        let ang2 = if ang1 + WINDOW_WIDTH_Q16 > TWO_PI_Q16 {
-            ang1 - FIVE_PI_3_Q16
-        } else {
-            ang1 + WINDOW_WIDTH_Q16
-        };
-        let (mut sx, mut sy) = (0i64, 0i64);
-        for n in 0..109 {
-            let a = i64::from(angle[n]);
-            let inside = if ang1 < ang2 {
-                ang1 < a && a < ang2
-            } else {
-                (a > 0 && a < ang2) || (a > ang1 && a < TWO_PI_Q16)
-            };
-            if inside {
-                sx += i64::from(rx[n]);
-                sy += i64::from(ry[n]);
-            }
-        }
-        let length = (sx as i128 * sx as i128 + sy as i128 * sy as i128) as u128;
+    for k in 0..BINS {
+        let length = (sum_x as i128 * sum_x as i128 + sum_y as i128 * sum_y as i128) as u128;
         if length > best {
             best = length;
-            best_sum = (sx, sy);
+            best_sum = (sum_x, sum_y);
         }
+        let (leaving, entering) = (k, (k + WINDOW_BINS) % BINS);
+        sum_x += bin_x[entering] - bin_x[leaving];
+        sum_y += bin_y[entering] - bin_y[leaving];
     }
     let orientation = if best > 0 {
         atan2_q16(best_sum.1, best_sum.0)
