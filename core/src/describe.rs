@@ -422,21 +422,21 @@ fn orientation_bins_from_lattice(
     for ((b, &x), &y) in bins.iter_mut().zip(&rounded_x).zip(&rounded_y) {
         *b = orientation_bin(to_turn(math::atan2f_regular(y, x))) as u32;
     }
-    let mut part_x = [[0i64; BINS]; PARTIALS];
-    let mut part_y = [[0i64; BINS]; PARTIALS];
+    // (x, y) side by side: one index check and one cache line per addition.
+    let mut parts = [[[0i64; 2]; BINS]; PARTIALS];
     let samples = responses
         .iter()
         .zip(&bins)
         .zip(&ORIENTATION_WEIGHT_BY_SAMPLE);
     for (n, ((&(hx, hy), &b), &g)) in samples.enumerate() {
-        let p = n % PARTIALS;
-        part_x[p][b as usize] += g * hx;
-        part_y[p][b as usize] += g * hy;
+        let sum = &mut parts[n % PARTIALS][b as usize];
+        sum[0] += g * hx;
+        sum[1] += g * hy;
     }
-    for (p_x, p_y) in part_x.iter().zip(&part_y) {
-        for b in 0..BINS {
-            bin_x[b] += p_x[b];
-            bin_y[b] += p_y[b];
+    for part in &parts {
+        for (b, sum) in part.iter().enumerate() {
+            bin_x[b] += sum[0];
+            bin_y[b] += sum[1];
         }
     }
     true
