@@ -407,11 +407,15 @@ typedef struct {
 inline octaves_t octave_layout(int w, int h, int octaves, int step0) {
     octaves_t o;
     int off = 0;
+    // Every work-item of the Hessian and NMS kernels computes this: two divisions, then shifts
+    // (w / (step0 2^k) = (w / step0) >> k for w >= 0, step0 >= 1), instead of two divisions
+    // by a run-time value per octave.
+    int gw0 = w / step0, gh0 = h / step0;
     for (int k = 0; k < MAX_OCTAVES; ++k) {
         int step = step0 << k;
         o.step[k] = step;
-        o.gw[k] = k < octaves ? w / step : 0;
-        o.gh[k] = k < octaves ? h / step : 0;
+        o.gw[k] = k < octaves ? gw0 >> k : 0;
+        o.gh[k] = k < octaves ? gh0 >> k : 0;
         o.offset[k] = off;
         off += o.gw[k] * o.gh[k];
     }
