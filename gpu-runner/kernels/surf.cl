@@ -363,6 +363,13 @@ inline uint box_sum(__global const uint* ii, int width, int height, int row, int
     return ii[r1 * s + c1] - ii[r0 * s + c1] - ii[r1 * s + c0] + ii[r0 * s + c0];
 }
 
+// box_sum of the box at (dr, dc) from the table entry p (rows x cols), for a box inside the
+// table: the same four corners and the same wrapping arithmetic, without the clamps.
+inline uint box_at(__global const uint* p, int s, int dr, int dc, int rows, int cols) {
+    int top = dr * s + dc, bottom = (dr + rows) * s + dc;
+    return p[bottom + cols] - p[top + cols] - p[bottom] + p[top];
+}
+
 inline int filter_size(int octave, int interval) {
     return 3 * ((interval + 1) * (2 << octave) + 1);
 }
@@ -376,14 +383,29 @@ inline long hessian_det(__global const uint* ii, int w, int h, int r, int c, int
                         int* trace) {
     int l = L / 3;
     int b = (L - 1) / 2;
-    int dxx = (int)box_sum(ii, w, h, r - l + 1, c - b, 2 * l - 1, L) -
+    int dxx, dyy, dxy;
+    if (r - b >= 0 && r + b + 1 <= h && c - b >= 0 && c + b + 1 <= w) {
+        // Every box lies in rows r - b ..= r + b + 1 and the same columns around c, inside the
+        // table: box_sum's clamps would change nothing, so the corners are read at offsets
+        // from (r, c) (32-bit index arithmetic, no clamping).
+        int s = w + 1;
+        __global const uint* p = ii + (size_t)r * (size_t)s + (size_t)c;
+        dxx = (int)box_at(p, s, -l + 1, -b, 2 * l - 1, L) -
+              3 * (int)box_at(p, s, -l + 1, -l / 2, 2 * l - 1, l);
+        dyy = (int)box_at(p, s, -b, -l + 1, L, 2 * l - 1) -
+              3 * (int)box_at(p, s, -l / 2, -l + 1, l, 2 * l - 1);
+        dxy = (int)box_at(p, s, -l, 1, l, l) + (int)box_at(p, s, 1, -l, l, l) -
+              (int)box_at(p, s, -l, -l, l, l) - (int)box_at(p, s, 1, 1, l, l);
+    } else {
+        dxx = (int)box_sum(ii, w, h, r - l + 1, c - b, 2 * l - 1, L) -
               3 * (int)box_sum(ii, w, h, r - l + 1, c - l / 2, 2 * l - 1, l);
-    int dyy = (int)box_sum(ii, w, h, r - b, c - l + 1, L, 2 * l - 1) -
+        dyy = (int)box_sum(ii, w, h, r - b, c - l + 1, L, 2 * l - 1) -
               3 * (int)box_sum(ii, w, h, r - l / 2, c - l + 1, l, 2 * l - 1);
-    int dxy = (int)box_sum(ii, w, h, r - l, c + 1, l, l) +
+        dxy = (int)box_sum(ii, w, h, r - l, c + 1, l, l) +
               (int)box_sum(ii, w, h, r + 1, c - l, l, l) -
               (int)box_sum(ii, w, h, r - l, c - l, l, l) -
               (int)box_sum(ii, w, h, r + 1, c + 1, l, l);
+    }
     *trace = dxx + dyy;
     return 100 * ((long)dxx * (long)dyy) - 81 * ((long)dxy * (long)dxy);
 }
