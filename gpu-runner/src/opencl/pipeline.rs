@@ -99,9 +99,10 @@ impl Grids {
     }
 }
 
-/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's
-/// Gaussian weights (its compile-time `expf`, the same bits as at run time:
-/// `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per sample.
+/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's integer
+/// Gaussian weights in units of `2^-16` (exact in `f32`; its compile-time `expf`, the same bits
+/// as at run time: `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per
+/// sample.
 fn orientation_table() -> Vec<f32> {
     ORIENTATION_GRID
         .iter()
