@@ -1203,16 +1203,16 @@ mod tests {
 
     #[test]
     fn flat_and_zero_samples_add_nothing_to_any_bin() {
-        // A flat image: every response is (0, 0), on both paths; the orientation is 0.
-        let flat = Owned::new(vec![90u8; 100 * 100], 100, 100);
-        let ii = flat.ii();
-        let mut kp = Keypoint {
+        let centre = Keypoint {
             x: 50.0,
             y: 50.0,
             scale: 2.0,
             ..Keypoint::default()
         };
-        assign_orientation(&ii, &mut kp);
+        // A flat image: every response is (0, 0), on both paths; the orientation is 0.
+        let flat = Owned::new(vec![90u8; 100 * 100], 100, 100);
+        let mut kp = centre;
+        assign_orientation(&flat.ii(), &mut kp);
         assert_eq!(kp.orientation.to_bits(), 0);
         // A half-flat patch: the (0, 0) samples of the flat half must not move the others'
         // sums (the SIMD path gives them NaN angles).
@@ -1234,12 +1234,7 @@ mod tests {
             assert_eq!((lattice_x, lattice_y), (per_sample_x, per_sample_y));
         }
         assert!(per_sample_x.iter().any(|&v| v != 0));
-        let mut kp = Keypoint {
-            x: 50.0,
-            y: 50.0,
-            scale: 2.0,
-            ..Keypoint::default()
-        };
+        let mut kp = centre;
         assign_orientation(&ii, &mut kp);
         assert_eq!(
             kp.orientation.to_bits(),

@@ -67,23 +67,30 @@ fn frame(name: &str) -> Frame {
     }
 }
 
-#[test]
-fn float_arithmetic_equals_detect() {
-    // detect_with::<Float> is the reference detector, not a second implementation.
+/// Calls `check` with img1's integral image and its keypoints from `surf::detect` (defaults).
+fn with_img1_keypoints(check: impl FnOnce(&IntegralImage, &[Keypoint], &mut [u32])) {
     let (pixels, w, h) = read_pgm("img1.pgm");
     let image = GrayImage::new(&pixels, w, h).unwrap();
     let mut table = vec![0u32; (w + 1) * (h + 1)];
     let ii = IntegralImage::compute(&image, &mut table).unwrap();
     let config = SurfConfig::default();
     let mut scratch = vec![0u32; surf::scratch_len(&config, w, h).unwrap()];
-    let mut a = vec![Keypoint::ZERO; 4000];
-    let mut sink_a = KeypointBuffer::new(&mut a);
-    surf::detect(&ii, &config, &mut scratch, &mut sink_a).unwrap();
-    let mut b = vec![Keypoint::ZERO; 4000];
-    let mut sink_b = KeypointBuffer::new(&mut b);
-    surf::detect_with::<Float, _>(&ii, &config, &mut scratch, &mut sink_b).unwrap();
-    assert!(!sink_a.points().is_empty());
-    assert_eq!(sink_a.points(), sink_b.points());
+    let mut storage = vec![Keypoint::ZERO; 4000];
+    let mut sink = KeypointBuffer::new(&mut storage);
+    surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
+    assert!(sink.points().len() > 100, "too few keypoints to judge");
+    check(&ii, sink.points(), &mut scratch);
+}
+
+#[test]
+fn float_arithmetic_equals_detect() {
+    // detect_with::<Float> is the reference detector, not a second implementation.
+    with_img1_keypoints(|ii, detected, scratch| {
+        let mut b = vec![Keypoint::ZERO; 4000];
+        let mut sink_b = KeypointBuffer::new(&mut b);
+        surf::detect_with::<Float, _>(ii, &SurfConfig::default(), scratch, &mut sink_b).unwrap();
+        assert_eq!(detected, sink_b.points());
+    });
 }
 
 #[test]
@@ -162,31 +169,22 @@ fn fixed_q7_matching_keeps_the_f32_correct_matches() {
 fn fixed_orientations_are_the_f32_ones() {
     // Both paths sum the same integers into the same bins; only a sample within ~2^-16 rad of a
     // bin edge can fall on the other side, and the angles differ by the CORDIC's ~1e-4 rad.
-    let (pixels, w, h) = read_pgm("img1.pgm");
-    let image = GrayImage::new(&pixels, w, h).unwrap();
-    let mut table = vec![0u32; (w + 1) * (h + 1)];
-    let ii = IntegralImage::compute(&image, &mut table).unwrap();
-    let config = SurfConfig::default();
-    let mut scratch = vec![0u32; surf::scratch_len(&config, w, h).unwrap()];
-    let mut storage = vec![Keypoint::ZERO; 4000];
-    let mut sink = KeypointBuffer::new(&mut storage);
-    surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
-    let keypoints = sink.points().to_vec();
-    assert!(keypoints.len() > 100, "too few keypoints to judge");
-    let mut close = 0;
-    let mut worst = 0f32;
-    for kp in &keypoints {
-        let (mut a, mut b) = (*kp, *kp);
-        surfcl_core::describe::assign_orientation(&ii, &mut a);
-        surfcl_core::fixed::assign_orientation_fixed(&ii, &mut b);
-        let d = (a.orientation - b.orientation).abs();
-        let d = d.min(std::f32::consts::TAU - d);
-        worst = worst.max(d);
-        close += usize::from(d < 1e-3);
-    }
-    eprintln!(
-        "{close} of {} orientations within 1e-3 rad, worst {worst}",
-        keypoints.len()
-    );
-    assert!(close * 100 >= keypoints.len() * 99);
+    with_img1_keypoints(|ii, keypoints, _| {
+        let mut close = 0;
+        let mut worst = 0f32;
+        for kp in keypoints {
+            let (mut a, mut b) = (*kp, *kp);
+            surfcl_core::describe::assign_orientation(ii, &mut a);
+            surfcl_core::fixed::assign_orientation_fixed(ii, &mut b);
+            let d = (a.orientation - b.orientation).abs();
+            let d = d.min(std::f32::consts::TAU - d);
+            worst = worst.max(d);
+            close += usize::from(d < 1e-3);
+        }
+        eprintln!(
+            "{close} of {} orientations within 1e-3 rad, worst {worst}",
+            keypoints.len()
+        );
+        assert!(close * 100 >= keypoints.len() * 99);
+    });
 }
