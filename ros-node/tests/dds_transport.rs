@@ -145,3 +145,229 @@ fn transport() {
         );
     }
 }
+
+/// `keypoints`: the node's way back, alone. A `KeypointArray` of `SURFCL_KP_COUNT` (default
+/// 4096) keypoints with f32 descriptors (1.1 MB) is encoded as the node encodes it
+/// (`wire::encode_detection` into a `BufferPool` buffer), written by a `BulkCdr` writer with the
+/// node's output QoS (`SURFCL_KP_OUTPUTS`: reliable, the default, or best_effort; keep last 5)
+/// (`SURFCL_KP_WRITER_LIMIT=N`: and a resource limit of N samples) and taken by the test
+/// client's reader (bulk decoder, topic limited to 10 samples). Each
+/// round waits for the message before the next. Prints p50 / p99 of: `encode`, `write` (the
+/// writer's `write` call), `return` (write returned to the message taken and decoded in the
+/// client), `total`; and `decode` (the bulk decoder alone on the same bytes, for scale).
+#[test]
+#[ignore]
+fn keypoints() {
+    use ros2_client::dds::rustdds::RepresentationIdentifier;
+    use smol::stream::StreamExt;
+    use surfcl_core::config::DescriptorKind;
+    use surfcl_core::{Descriptor, Keypoint};
+    use surfcl_ros::msg::KeypointArray;
+    use surfcl_ros::node::TopicReliability;
+    use surfcl_ros::wire::{BufferPool, BulkCdr, Encoded, decode_keypoint_array, encode_detection};
+
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let frames: usize = env("SURFCL_KP_FRAMES", "200").parse().unwrap();
+    let n: usize = env("SURFCL_KP_COUNT", "4096").parse().unwrap();
+    let outputs = TopicReliability::parse(&env("SURFCL_KP_OUTPUTS", "reliable")).unwrap();
+    let domain = 173;
+    // The node's output QoS and the client's (`tests/common`).
+    let output_qos = match outputs {
+        TopicReliability::Reliable => QosProfile::publisher_default(),
+        TopicReliability::BestEffort => QosProfile::subscription_default(),
+    };
+    let node_qos = output_qos.clone().history(History::KeepLast { depth: 5 });
+    let client_qos = output_qos.history(History::KeepLast { depth: 10 });
+    let (a, b) = (participant(domain), participant(domain));
+    let opts = || {
+        NodeOptions::new()
+            .enable_rosout(false)
+            .start_parameter_services(false)
+    };
+    let mut na = a
+        .new_node(NodeName::new("/", "kp_node").unwrap(), opts())
+        .unwrap();
+    let mut nb = b
+        .new_node(NodeName::new("/", "kp_client").unwrap(), opts())
+        .unwrap();
+    smol::spawn(na.spinner().unwrap().spin()).detach();
+    smol::spawn(nb.spinner().unwrap().spin()).detach();
+    let name = Name::parse("/keypoints").unwrap();
+    let ta = na
+        .create_topic(&name, msg::keypoint_array_type(), &node_qos)
+        .unwrap();
+    let dds_publisher = a
+        .domain_participant()
+        .create_publisher(&QosPolicies::from(&node_qos))
+        .unwrap();
+    // `SURFCL_KP_WRITER_LIMIT=N`: the writer also gets a resource limit of N samples (the node's
+    // keypoints writer has none).
+    let writer_qos = env("SURFCL_KP_WRITER_LIMIT", "")
+        .parse::<i32>()
+        .ok()
+        .map(|n| {
+            QosPolicies::from(&node_qos).modify_by(
+                &QosPolicyBuilder::new()
+                    .resource_limits(policy::ResourceLimits {
+                        max_samples: n,
+                        max_instances: 1,
+                        max_samples_per_instance: n,
+                    })
+                    .build(),
+            )
+        });
+    let writer = dds_publisher
+        .create_datawriter_no_key::<Encoded, BulkCdr>(&ta, writer_qos)
+        .unwrap();
+    let limits = QosPolicyBuilder::new()
+        .resource_limits(policy::ResourceLimits {
+            max_samples: 10,
+            max_instances: 1,
+            max_samples_per_instance: 10,
+        })
+        .build();
+    let tb = b
+        .domain_participant()
+        .create_topic(
+            "rt/keypoints".into(),
+            msg::keypoint_array_type().dds_msg_type(),
+            &QosPolicies::from(&client_qos).modify_by(&limits),
+            TopicKind::NoKey,
+        )
+        .unwrap();
+    let subscriber = b
+        .domain_participant()
+        .create_subscriber(&QosPolicies::from(&client_qos))
+        .unwrap();
+    let reader = subscriber
+        .create_simple_datareader_no_key::<KeypointArray, BulkCdr>(&tb, None)
+        .unwrap();
+    let next = || {
+        within(Duration::from_secs(2), async {
+            let stream = reader.as_async_stream();
+            let mut stream = std::pin::pin!(stream);
+            stream.next().await.unwrap().unwrap().into_value()
+        })
+    };
+    let keypoints: Vec<Keypoint> = (0..n)
+        .map(|i| Keypoint {
+            x: (i % 1920) as f32 + 0.25,
+            y: (i / 1920) as f32 + 0.5,
+            scale: 1.6 + (i % 7) as f32,
+            orientation: (i % 628) as f32 * 0.01,
+            response: 0.001 * (i % 97) as f32,
+            laplacian: if i % 2 == 0 { 1 } else { -1 },
+            ..Keypoint::default()
+        })
+        .collect();
+    let descriptors: Vec<Descriptor> = (0..n)
+        .map(|i| std::array::from_fn(|j| ((i * 64 + j) % 251) as f32 / 251.0))
+        .collect();
+    let pool = BufferPool::default();
+    let send = |i: i32| {
+        let t0 = Instant::now();
+        let bytes = encode_detection(
+            pool.take(),
+            &header(i, "cam"),
+            &keypoints,
+            &descriptors,
+            DescriptorKind::F32,
+            0,
+        );
+        let t1 = Instant::now();
+        writer
+            .write(
+                Encoded(pool.bytes(bytes)),
+                Some(ros2_client::dds::rustdds::Timestamp::now()),
+            )
+            .unwrap();
+        (t0, t1, Instant::now())
+    };
+    // Discovery: until a message goes through.
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        send(0);
+        if next().is_some() {
+            break;
+        }
+        assert!(Instant::now() < until, "the reader never matched");
+    }
+    while let Ok(Some(_)) = reader.try_take_one() {}
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (mut enc, mut wr, mut ret, mut tot, mut dec) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut lost = 0;
+    let size = encode_detection(
+        Vec::new(),
+        &header(0, "cam"),
+        &keypoints,
+        &descriptors,
+        DescriptorKind::F32,
+        0,
+    )
+    .len();
+    // `SURFCL_KP_DECODE=0`: not the decoder alone (for profiles of the way back).
+    let time_decode = env("SURFCL_KP_DECODE", "1") != "0";
+    for i in 0..frames + 10 {
+        let stamp = 1 + i as i32;
+        let (t0, t1, t2) = send(stamp);
+        let got = within(Duration::from_secs(2), async {
+            loop {
+                let stream = reader.as_async_stream();
+                let mut stream = std::pin::pin!(stream);
+                let m = stream.next().await.unwrap().unwrap().into_value();
+                if m.header.stamp == header(stamp, "cam").stamp {
+                    break m;
+                }
+            }
+        });
+        let t3 = Instant::now();
+        let Some(m) = got else {
+            lost += 1;
+            continue;
+        };
+        assert_eq!(m.keypoints.len(), n);
+        if i >= 10 {
+            enc.push(ms(t1 - t0));
+            wr.push(ms(t2 - t1));
+            ret.push(ms(t3 - t2));
+            tot.push(ms(t3 - t0));
+        }
+        if i >= 10 && time_decode {
+            // The decoder alone, on the bytes the node sent.
+            let bytes = encode_detection(
+                Vec::new(),
+                &header(stamp, "cam"),
+                &keypoints,
+                &descriptors,
+                DescriptorKind::F32,
+                0,
+            );
+            let t = Instant::now();
+            let m2 = decode_keypoint_array(&bytes, RepresentationIdentifier::CDR_LE).unwrap();
+            dec.push(ms(t.elapsed()));
+            assert_eq!(m2.keypoints.len(), n);
+        }
+    }
+    let report = |label: &str, v: &mut Vec<f64>| {
+        if v.is_empty() {
+            return;
+        }
+        v.sort_by(f64::total_cmp);
+        println!(
+            "  {label:<8} p50={:.3} ms p99={:.3} ms",
+            percentile(v, 0.5),
+            percentile(v, 0.99)
+        );
+    };
+    println!(
+        "keypoints {n} f32 ({} bytes), outputs {}: n={} lost={lost}",
+        size,
+        outputs.name(),
+        tot.len()
+    );
+    report("encode", &mut enc);
+    report("write", &mut wr);
+    report("return", &mut ret);
+    report("total", &mut tot);
+    report("decode", &mut dec);
+}
