@@ -38,6 +38,28 @@ fn participant(domain: u16) -> Context {
     Context::from_domain_participant(dp).unwrap()
 }
 
+/// Two loopback participants of `domain` with a spinning node each, named `names`.
+fn spinning_pair(
+    domain: u16,
+    names: (&str, &str),
+) -> ((Context, ros2_client::Node), (Context, ros2_client::Node)) {
+    let (a, b) = (participant(domain), participant(domain));
+    let opts = || {
+        NodeOptions::new()
+            .enable_rosout(false)
+            .start_parameter_services(false)
+    };
+    let mut na = a
+        .new_node(NodeName::new("/", names.0).unwrap(), opts())
+        .unwrap();
+    let mut nb = b
+        .new_node(NodeName::new("/", names.1).unwrap(), opts())
+        .unwrap();
+    smol::spawn(na.spinner().unwrap().spin()).detach();
+    smol::spawn(nb.spinner().unwrap().spin()).detach();
+    ((a, na), (b, nb))
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -53,20 +75,7 @@ fn transport() {
         .unwrap_or(100);
     let domain = 171;
     let qos = QosProfile::subscription_default().history(History::KeepLast { depth: 5 });
-    let (a, b) = (participant(domain), participant(domain));
-    let opts = || {
-        NodeOptions::new()
-            .enable_rosout(false)
-            .start_parameter_services(false)
-    };
-    let mut na = a
-        .new_node(NodeName::new("/", "transport_pub").unwrap(), opts())
-        .unwrap();
-    let mut nb = b
-        .new_node(NodeName::new("/", "transport_sub").unwrap(), opts())
-        .unwrap();
-    smol::spawn(na.spinner().unwrap().spin()).detach();
-    smol::spawn(nb.spinner().unwrap().spin()).detach();
+    let ((_a, mut na), (b, mut nb)) = spinning_pair(domain, ("transport_pub", "transport_sub"));
     let name = Name::parse("/transport_image").unwrap();
     let ta = na.create_topic(&name, msg::image_type(), &qos).unwrap();
     // The subscriber's topic as the node makes its image topic: a sample limit of the history
@@ -178,20 +187,7 @@ fn keypoints() {
     };
     let node_qos = output_qos.clone().history(History::KeepLast { depth: 5 });
     let client_qos = output_qos.history(History::KeepLast { depth: 10 });
-    let (a, b) = (participant(domain), participant(domain));
-    let opts = || {
-        NodeOptions::new()
-            .enable_rosout(false)
-            .start_parameter_services(false)
-    };
-    let mut na = a
-        .new_node(NodeName::new("/", "kp_node").unwrap(), opts())
-        .unwrap();
-    let mut nb = b
-        .new_node(NodeName::new("/", "kp_client").unwrap(), opts())
-        .unwrap();
-    smol::spawn(na.spinner().unwrap().spin()).detach();
-    smol::spawn(nb.spinner().unwrap().spin()).detach();
+    let ((a, na), (b, _nb)) = spinning_pair(domain, ("kp_node", "kp_client"));
     let name = Name::parse("/keypoints").unwrap();
     let ta = na
         .create_topic(&name, msg::keypoint_array_type(), &node_qos)
