@@ -133,9 +133,7 @@ pub trait Backend: Send {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        let pixels = frame_pixels(frame, width, height)?;
-        let image = GrayImage::new(pixels, width, height)?;
-        self.detect_into(&image, params, out)
+        detect_frame_bytes(self, frame, width, height, params, out)
     }
     /// Matches `query` against `train` (2-NN with the tests of `config`), comparing descriptors
     /// in the `descriptor` representation.
@@ -162,6 +160,21 @@ pub trait InputFrame: Send + std::any::Any {
     /// Errors when waiting for that upload fails (the device failed): the caller should then
     /// drop the frame.
     fn pixels_mut(&mut self) -> Result<&mut [u8], Error>;
+}
+
+/// [`Backend::detect_into`] of the gray frame in the first `width * height` bytes of `frame`,
+/// whatever kind of frame it is: [`Backend::detect_frame_into`]'s default, and what a backend
+/// does with frames it did not make.
+pub fn detect_frame_bytes<B: Backend + ?Sized>(
+    backend: &mut B,
+    frame: &mut dyn InputFrame,
+    width: usize,
+    height: usize,
+    params: &DetectParams,
+    out: &mut Features,
+) -> Result<(), Error> {
+    let pixels = frame_pixels(frame, width, height)?;
+    backend.detect_into(&GrayImage::new(pixels, width, height)?, params, out)
 }
 
 /// The first `width * height` bytes of `frame`, or why there are none.

@@ -13,7 +13,7 @@ use surfcl_gpu::open_backend;
 use crate::msg::MatchMsg;
 use crate::params::NodeParams;
 use crate::processor::{
-    Detection, InputFrame, Processor, ProcessorError, ProcessorFactory, frame_pixels,
+    Detection, InputFrame, Processor, ProcessorError, ProcessorFactory, detect_frame_bytes,
 };
 
 /// Maps the node's parameters onto the backend's detection parameters (the shared
@@ -228,9 +228,7 @@ impl Processor for BackendProcessor {
                 backend.detect_frame_into(f.as_mut(), width, height, dp, features)
             });
         }
-        let pixels = frame_pixels(input, width, height)?;
-        let image = GrayImage::new(pixels, width, height).map_err(|e| frame(e.into()))?;
-        self.detect_into(&image, params, out)
+        detect_frame_bytes(self, input, width, height, params, out)
     }
 
     fn match_frames(

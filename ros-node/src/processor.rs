@@ -134,10 +134,7 @@ pub trait Processor: Send {
         params: &NodeParams,
         out: &mut Detection,
     ) -> Result<(), ProcessorError> {
-        let pixels = frame_pixels(frame, width, height)?;
-        let image = GrayImage::new(pixels, width, height)
-            .map_err(|e| ProcessorError::Frame(e.to_string()))?;
-        self.detect_into(&image, params, out)
+        detect_frame_bytes(self, frame, width, height, params, out)
     }
     /// Matches `query` (current frame) against `train` (previous frame).
     ///
@@ -171,6 +168,23 @@ pub trait InputFrame: Send + std::any::Any {
     /// The frame's memory, `capacity` bytes, once nothing (no upload to a device) reads it any
     /// more. An error means the frame is unusable (its device failed): drop it.
     fn pixels_mut(&mut self) -> Result<&mut [u8], ProcessorError>;
+}
+
+/// [`Processor::detect_into`] of the gray frame in the first `width * height` bytes of `frame`,
+/// whatever kind of frame it is: [`Processor::detect_frame_into`]'s default, and what a processor
+/// does with frames it did not make.
+pub fn detect_frame_bytes<P: Processor + ?Sized>(
+    processor: &mut P,
+    frame: &mut dyn InputFrame,
+    width: usize,
+    height: usize,
+    params: &NodeParams,
+    out: &mut Detection,
+) -> Result<(), ProcessorError> {
+    let pixels = frame_pixels(frame, width, height)?;
+    let image =
+        GrayImage::new(pixels, width, height).map_err(|e| ProcessorError::Frame(e.to_string()))?;
+    processor.detect_into(&image, params, out)
 }
 
 /// The first `width * height` bytes of `frame`, or why there are none (an empty or oversized

@@ -10,7 +10,9 @@ use super::OpenClError;
 use super::frame::{DetectOutput, Detector, DetectorConfig, PinnedFrame};
 use super::gpu::Gpu;
 use super::matcher::{GpuMatcher, MatchTimings};
-use crate::backend::{Backend, DescriptorKind, DetectParams, Features, InputFrame, frame_pixels};
+use crate::backend::{
+    Backend, DescriptorKind, DetectParams, Features, InputFrame, detect_frame_bytes,
+};
 use crate::error::{Error, InputAreaError};
 
 /// The OpenCL backend: one device, one context and queue, at most one [`Detector`] per kind
@@ -271,8 +273,7 @@ impl Backend for OpenClBackend {
                 detector.detect_pinned_into(pinned, width, height, f)
             });
         }
-        let pixels = frame_pixels(frame, width, height)?;
-        self.detect_into(&GrayImage::new(pixels, width, height)?, params, out)
+        detect_frame_bytes(self, frame, width, height, params, out)
     }
 
     fn match_features(

@@ -168,10 +168,7 @@ impl FrameIo {
                 "no frame in the pinned input area: write one through `input_buffer` first".into(),
             )
         })?;
-        let mut ev = Event::empty();
-        area.upload(&self.image, n, &self.gpu.queue, false, &mut ev)?;
-        events.push(("upload", ev));
-        Ok(())
+        upload_pinned(area, &self.image, &self.gpu, n, events)
     }
 
     /// Uploads `image` into [`Self::image`] (blocking), straight from the caller's memory. The
@@ -638,12 +635,7 @@ impl Detector {
             )));
         }
         run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
-            let mut ev = Event::empty();
-            frame
-                .staging
-                .upload(&io.image, n, &io.gpu.queue, false, &mut ev)?;
-            events.push(("upload", ev));
-            Ok(())
+            upload_pinned(&mut frame.staging, &io.image, &io.gpu, n, events)
         })
     }
 
@@ -675,6 +667,22 @@ impl Detector {
     pub(crate) fn kernels_mut(&mut self) -> &mut dyn DetectorKernels {
         self.kernels.as_mut()
     }
+}
+
+/// Uploads the first `n` bytes of the pinned `area` into `image` without blocking (a DMA; the
+/// area waits for it before the host touches it again): the detector's input area and a
+/// caller's [`PinnedFrame`] alike.
+fn upload_pinned(
+    area: &mut Staging<u8>,
+    image: &Buffer<u8>,
+    gpu: &Gpu,
+    n: usize,
+    events: &mut Events,
+) -> Result<(), OpenClError> {
+    let mut ev = Event::empty();
+    area.upload(image, n, &gpu.queue, false, &mut ev)?;
+    events.push(("upload", ev));
+    Ok(())
 }
 
 /// Pinned host memory for one frame (`CL_MEM_ALLOC_HOST_PTR`, mapped for its whole life), owned
