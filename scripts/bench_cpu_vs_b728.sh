@@ -4,8 +4,9 @@
 # a 1920x1080 real image, warm, one thread (`taskset -c 0`), then this tree on every core.
 #   scripts/bench_cpu_vs_b728.sh [OUT_DIR]     (default target/bench-cpu-vs-b728)
 # Both trees run the same criterion bench (gpu-runner/benches/cpu_backend.rs is copied into the
-# b728fc2 worktree: its API is the same). Rounds alternate between the trees, so a slow period
-# of a shared machine hits both; compare ratios, not absolute times.
+# b728fc2 worktree: its API is the same but for `detect_into`, which the copy replaces by
+# `detect`). Rounds alternate between the trees, so a slow period of a shared machine hits both;
+# compare ratios, not absolute times.
 #
 # Images: the centre 640x480 crop of Oxford boat img1 (data/oxford-boat), and "Elephants"
 # 1920x1080 from Debian's mate-backgrounds (GPL-2+), downloaded here, never committed.
@@ -39,7 +40,10 @@ images="$root/$out/images/boat640.pgm,$root/$out/images/eleph1080.pgm"
 base=target/bench-b728
 [ -d "$base" ] || git worktree add -f "$base" b728fc2 >/dev/null
 mkdir -p "$base/gpu-runner/benches"
-cp gpu-runner/benches/cpu_backend.rs "$base/gpu-runner/benches/"
+# b728fc2's backends have `detect` only: the bench's one `detect_into` call becomes `detect`.
+sed 's|backend.detect_into(image, params, out).expect("detection failed"); // detect_into line|*out = backend.detect(image, params).expect("detection failed");|' \
+    gpu-runner/benches/cpu_backend.rs >"$base/gpu-runner/benches/cpu_backend.rs"
+grep -q '\*out = backend.detect(image' "$base/gpu-runner/benches/cpu_backend.rs"
 grep -q 'name = "cpu_backend"' "$base/gpu-runner/Cargo.toml" ||
     printf '\n[[bench]]\nname = "cpu_backend"\nharness = false\n' >>"$base/gpu-runner/Cargo.toml"
 

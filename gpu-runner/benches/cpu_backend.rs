@@ -4,9 +4,10 @@
 //!
 //! Run: `cargo bench -p surfcl-gpu --bench cpu_backend`. `SURFCL_BENCH_IMAGES` (paths separated
 //! by commas) replaces the default image, Oxford boat img1; `SURFCL_BENCH_THREADS` (e.g. `1` or
-//! `1,2`) the thread counts. Before the criterion figures, each case prints the median time of
-//! every stage over `SURFCL_BENCH_FRAMES` frames (default 15; the backend's own
-//! `Features::timings`) and the best and median frame. A criterion filter that matches nothing
+//! `1,2`) the thread counts. Frames are detected as a stream does: into the previous frame's
+//! `Features` (`Backend::detect_into`, see [`detect_frame`]). Before the criterion figures, each
+//! case prints the median time of every stage over `SURFCL_BENCH_FRAMES` frames (default 15;
+//! the backend's own `Features::timings`) and the best and median frame. A criterion filter that matches nothing
 //! (`-- report`) prints only these lines: `scripts/bench_cpu_vs_b728.sh` alternates trees that
 //! way.
 
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use criterion::{Criterion, criterion_group, criterion_main};
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::surf::SurfConfig;
-use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind};
+use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::io::load_gray;
 
@@ -63,6 +64,21 @@ fn configurations() -> [(&'static str, DetectParams); 2] {
     ]
 }
 
+/// Detects one frame into `out`, whose arrays the backend refills, as a caller detecting frame
+/// after frame does. `scripts/bench_cpu_vs_b728.sh` turns the marked line into
+/// `*out = backend.detect(..)` in its b728fc2 copy of this file: that tree's backends have no
+/// `detect_into`.
+fn detect_frame(
+    backend: &mut CpuBackend,
+    image: &surfcl_core::GrayImage<'_>,
+    params: &DetectParams,
+    out: &mut Features,
+) {
+    backend
+        .detect_into(image, params, out)
+        .expect("detection failed"); // detect_into line
+}
+
 /// Frames per stage report: `SURFCL_BENCH_FRAMES`, default 15.
 fn report_frames() -> usize {
     std::env::var("SURFCL_BENCH_FRAMES")
@@ -86,9 +102,10 @@ fn print_stages(
     let mut totals = Vec::with_capacity(frames);
     let mut keypoints = 0;
     // One warm-up frame sizes the buffers.
-    backend.detect(image, params).expect("detection failed");
+    let mut features = Features::default();
+    detect_frame(backend, image, params, &mut features);
     for _ in 0..frames {
-        let features = backend.detect(image, params).expect("detection failed");
+        detect_frame(backend, image, params, &mut features);
         keypoints = features.keypoints.len();
         totals.push(features.timings.iter().map(|t| t.ms).sum::<f64>());
         // By name: a stage may run in some frames only (the Haar maps while the backend
@@ -134,8 +151,12 @@ fn bench(c: &mut Criterion) {
             for (mode, params) in configurations() {
                 let label = format!("{mode}/{threads}t");
                 print_stages(&mut backend, &image, &params, &format!("{name} {label}"));
+                let mut features = Features::default();
                 group.bench_function(&label, |b| {
-                    b.iter(|| black_box(backend.detect(&image, &params).expect("detection failed")))
+                    b.iter(|| {
+                        detect_frame(&mut backend, &image, &params, &mut features);
+                        black_box(&features);
+                    })
                 });
             }
         }

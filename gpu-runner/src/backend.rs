@@ -60,7 +60,8 @@ pub trait Backend: Send {
     /// Every field of `out` is replaced on success (the result is the one `detect` returns); on
     /// error its contents are unspecified.
     ///
-    /// The default calls `detect` (and drops `out`'s old arrays); the OpenCL backend refills them.
+    /// The default calls `detect` (and drops `out`'s old arrays); the CPU and OpenCL backends
+    /// refill them.
     fn detect_into(
         &mut self,
         image: &GrayImage<'_>,

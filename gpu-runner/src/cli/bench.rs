@@ -276,16 +276,17 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         }
         // The CPU reference: fewer frames at large sizes keep the run short; still a median.
         let cpu_frames = args.frames.clamp(1, 5);
-        cpu.detect(&image, &params)?; // warm-up (buffers)
+        // Frame after frame into the same arrays, as a stream detects.
+        let mut f = cpu.detect(&image, &params)?; // warm-up (buffers)
         let mut walls = Vec::with_capacity(cpu_frames);
         let mut kps = 0;
         let mut frame_timings = Vec::with_capacity(cpu_frames);
         for _ in 0..cpu_frames {
             let t = Instant::now();
-            let f = cpu.detect(&image, &params)?;
+            cpu.detect_into(&image, &params, &mut f)?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
             kps = f.keypoints.len();
-            frame_timings.push(f.timings);
+            frame_timings.push(f.timings.clone());
         }
         let cpu_wall = median(&mut walls);
         let stages = stage_medians(&frame_timings);
