@@ -164,6 +164,9 @@ fn transport() {
 /// round waits for the message before the next. Prints p50 / p99 of: `encode`, `write` (the
 /// writer's `write` call), `return` (write returned to the message taken and decoded in the
 /// client), `total`; and `decode` (the bulk decoder alone on the same bytes, for scale).
+/// `SURFCL_KP_HZ=30`: paced, one message per period (a camera's rate) instead of back to back,
+/// measured after `SURFCL_KP_WARMUP_S` seconds (default 8: longer than RustDDS's 6 s cleaning
+/// of a reliable writer's acknowledged samples, after which the pool's buffers come back).
 #[test]
 #[ignore]
 fn keypoints() {
@@ -303,7 +306,32 @@ fn keypoints() {
     .len();
     // `SURFCL_KP_DECODE=0`: not the decoder alone (for profiles of the way back).
     let time_decode = env("SURFCL_KP_DECODE", "1") != "0";
-    for i in 0..frames + 10 {
+    let hz: f64 = env("SURFCL_KP_HZ", "0").parse().unwrap();
+    let warm_up_s: f64 = env("SURFCL_KP_WARMUP_S", "8").parse().unwrap();
+    assert!((0.0..=1000.0).contains(&hz) && (0.0..=600.0).contains(&warm_up_s));
+    let period = (hz > 0.0).then(|| Duration::from_secs_f64(1.0 / hz));
+    let warm_up = match period {
+        Some(_) => (warm_up_s * hz).ceil() as usize,
+        None => 10,
+    };
+    let mut due = Instant::now();
+    let mut late = 0;
+    for i in 0..frames + warm_up {
+        if let Some(p) = period {
+            let now = Instant::now();
+            match due.checked_duration_since(now) {
+                // At most one period.
+                Some(wait) => std::thread::sleep(wait),
+                None => {
+                    if i >= warm_up && now - due > Duration::from_millis(1) {
+                        late += 1;
+                    }
+                    // Behind: this message goes now, the next one a period later (no burst).
+                    due = now;
+                }
+            }
+            due += p;
+        }
         let stamp = 1 + i as i32;
         let (t0, t1, t2) = send(stamp);
         let got = within(Duration::from_secs(2), async {
@@ -322,13 +350,13 @@ fn keypoints() {
             continue;
         };
         assert_eq!(m.keypoints.len(), n);
-        if i >= 10 {
+        if i >= warm_up {
             enc.push(ms(t1 - t0));
             wr.push(ms(t2 - t1));
             ret.push(ms(t3 - t2));
             tot.push(ms(t3 - t0));
         }
-        if i >= 10 && time_decode {
+        if i >= warm_up && time_decode {
             // The decoder alone, on the bytes the node sent.
             let bytes = encode_detection(
                 Vec::new(),
@@ -355,10 +383,22 @@ fn keypoints() {
             percentile(v, 0.99)
         );
     };
+    let rss_mib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib / 1024);
     println!(
-        "keypoints {n} f32 ({} bytes), outputs {}: n={} lost={lost}",
+        "keypoints {n} f32 ({} bytes), outputs {}, {}: n={} lost={lost}, RSS {rss_mib} MiB",
         size,
         outputs.name(),
+        match period {
+            Some(_) => format!("paced {hz} Hz after {warm_up} messages, {late} late"),
+            None => "back to back".to_string(),
+        },
         tot.len()
     );
     report("encode", &mut enc);

@@ -16,7 +16,12 @@
 //!   value-by-value path), `SURFCL_LATENCY_PROFILE=1` (the node's `profile` parameter:
 //!   OpenCL device times of upload, kernels and readback in the breakdown, at their cost),
 //!   `SURFCL_LATENCY_P50_MAX_MS` / `SURFCL_LATENCY_P99_MAX_MS` (fail above these),
-//!   `SURFCL_LATENCY_JSON` (also write the result there);
+//!   `SURFCL_LATENCY_JSON` (also write the result there). Paced mode, `SURFCL_LATENCY_HZ=30`:
+//!   frames are published at that rate (a camera's), each after the previous one's keypoints
+//!   came back or were given up on, and measured after a warm-up of `SURFCL_LATENCY_WARMUP_S`
+//!   seconds (default 8: longer than RustDDS's 6 s cleaning of a reliable writer's acknowledged
+//!   samples, so that the node's output buffers reach their steady state); without it frames go
+//!   back to back after 10 warm-up frames;
 //! - `soak_2000_frames_at_30hz`: 2000 frames at 30 Hz; median resident memory of the last 600
 //!   frames is less than 5 % above the median of the 600 frames after warm-up (400 frames).
 //!   `SURFCL_SOAK_SIZE` (WxH; default: four sizes around 320x240) and `SURFCL_SOAK_BACKEND`
@@ -105,7 +110,23 @@ fn latency() {
         decoder == "bulk" || decoder == "serde",
         "SURFCL_LATENCY_DECODER must be bulk or serde, got {decoder:?}"
     );
-    let warm_up = 10u32;
+    // Paced mode: a camera's rate, measured after a warm-up longer than RustDDS's cache
+    // cleaning period (6 s), which is when a reliable writer lets its acknowledged samples go.
+    let hz: f64 = env_or("SURFCL_LATENCY_HZ", "0")
+        .parse()
+        .expect("SURFCL_LATENCY_HZ must be a number (frames per second; 0: back to back)");
+    let warm_up_s: f64 = env_or("SURFCL_LATENCY_WARMUP_S", "8")
+        .parse()
+        .expect("SURFCL_LATENCY_WARMUP_S must be a number of seconds");
+    assert!(
+        (0.0..=1000.0).contains(&hz) && (0.0..=600.0).contains(&warm_up_s),
+        "SURFCL_LATENCY_HZ in 0..=1000, SURFCL_LATENCY_WARMUP_S in 0..=600"
+    );
+    let period = (hz > 0.0).then(|| Duration::from_secs_f64(1.0 / hz));
+    let warm_up = match period {
+        Some(_) => (warm_up_s * hz).ceil() as u32,
+        None => 10u32,
+    };
     // A distinct domain per configuration, so that runs in a row do not meet stale peers.
     let domain = 131 + (w as u16 % 7) * 3 + u16::from(backend == "opencl");
 
@@ -148,7 +169,31 @@ fn latency() {
     let mut stages: Vec<StageTimes> = Vec::new();
     let mut kps = 0;
     let mut lost_frames = 0;
+    // Paced mode: when the next frame is due, and how many measured frames went out more than
+    // a millisecond late (the previous one took longer than the period).
+    let mut due = Instant::now();
+    let mut late = 0u32;
+    let run_start = Instant::now();
+    let mut measured_from = run_start;
     for i in 0..frames + warm_up {
+        if let Some(p) = period {
+            let now = Instant::now();
+            match due.checked_duration_since(now) {
+                // At most one period.
+                Some(wait) => std::thread::sleep(wait),
+                None => {
+                    if i >= warm_up && now - due > Duration::from_millis(1) {
+                        late += 1;
+                    }
+                    // Behind: this frame goes now, the next one a period later (no burst).
+                    due = now;
+                }
+            }
+            due += p;
+        }
+        if i == warm_up {
+            measured_from = Instant::now();
+        }
         let mut msg = messages[i as usize % 2].clone();
         msg.header = header(1000 + i as i32, "cam");
         let processed_before = node.stats().processed;
@@ -190,9 +235,17 @@ fn latency() {
     sorted.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&sorted, 0.5), percentile(&sorted, 0.99));
     let max = sorted.last().copied().unwrap_or(f64::NAN);
+    let mode = match period {
+        Some(_) => format!(
+            "paced {hz} Hz after {:.1} s warm-up ({warm_up} frames), measured over {:.1} s, {late} frames late",
+            (measured_from - run_start).as_secs_f64(),
+            measured_from.elapsed().as_secs_f64()
+        ),
+        None => format!("back to back after {warm_up} frames"),
+    };
     println!(
-        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}, profile {profile}): \
-         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} (into input frames {}) processed {} dropped {} lost {} failed {}",
+        "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}, profile {profile}; {mode}): \
+         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} (into input frames {}) processed {} dropped {} lost {} failed {}; RSS {} MiB",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
         outputs.name(),
@@ -203,6 +256,7 @@ fn latency() {
         s.dropped_stale,
         s.lost,
         s.failed,
+        rss_kib() / 1024,
     );
     let mut json_stages = Vec::new();
     println!("  stage             p50 ms    p99 ms   mean ms");
@@ -234,12 +288,13 @@ fn latency() {
     );
     if let Ok(path) = std::env::var("SURFCL_LATENCY_JSON") {
         let json = format!(
-            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"received_into_frames\": {}, \"stages\": {{{}}}}}\n",
+            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"hz\": {hz}, \"warm_up_frames\": {warm_up}, \"late\": {late}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"received_into_frames\": {}, \"rss_mib\": {}, \"stages\": {{{}}}}}\n",
             s.backend,
             outputs.name(),
             if reliable { "reliable" } else { "best_effort" },
             lat.len(),
             s.received_into_frames,
+            rss_kib() / 1024,
             json_stages.join(", ")
         );
         let mut all = std::fs::read_to_string(&path).unwrap_or_default();
@@ -252,6 +307,11 @@ fn latency() {
         lat.len()
     );
     assert_eq!(s.failed, 0, "frames failed: {}", s.last_error);
+    // Paced: the run is at the camera's rate only if frames went out on time.
+    assert!(
+        late as usize <= frames as usize / 10,
+        "{late} of {frames} frames were published late: the rate is too high for this machine"
+    );
     // The breakdown must account for the node's time: the stages it is made of add up.
     for st in &stages {
         let parts =
