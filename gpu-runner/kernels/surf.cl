@@ -126,23 +126,25 @@ inline float surf_atan2(float y, float x) {
 // totals of the chunks above: the host makes the chunks long enough that these are at most a
 // few loads per column however tall the frame, where a sum per band would cost one load per
 // band above (for the last band of a 4096x4112 frame, 4 MB read by one work-group). `totals`
-// holds lsz words. Group 0 also clears the counters of the result header, so a frame needs no
-// separate fill command. (u32 sums are exact: every box sum fits.)
+// holds lsz words. The launch covers the chunks from `first_chunk` on (the host launches the
+// chunks of a frame whose rows arrive in pieces as each piece lands, frame.rs); the group of
+// chunk 0 and the first strip also clears the counters of the result header, so a frame needs
+// no separate fill command. (u32 sums are exact: every box sum fits.)
 __kernel void integral_band_sums(__global const uchar* img, int width, int height,
                                  int strip_cols, int item_bands, __global uint* band_sums,
-                                 __global uint* result, __local uint* totals) {
+                                 __global uint* result, __local uint* totals, int first_chunk) {
     uint lid = get_local_id(0), lsz = get_local_size(0);
     int group = get_group_id(0);
-    if (group == 0) {
+    if (group == 0 && first_chunk == 0) {
         for (uint k = lid; k < HEADER_WORDS; k += lsz) result[k] = 0u;
     }
     int cw = clamp(strip_cols, 1, (int)lsz);
     int segs = (int)lsz / cw;
     int per = max(item_bands, 1);
     int strips = (width + cw - 1) / cw;
-    int chunk = group / strips;
+    int chunk = first_chunk + group / strips;
     int cx = (int)lid % cw, seg = (int)lid / cw;
-    int x = (group - chunk * strips) * cw + cx;
+    int x = (group % strips) * cw + cx;
     int bands = (height + INTEGRAL_BAND - 1) / INTEGRAL_BAND;
     int b0 = (chunk * segs + seg) * per;
     int b1 = min(b0 + per, bands);
@@ -842,7 +844,8 @@ __kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
 // One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
 // memory (10.4 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
-                         uint max_keypoints, int upright, __global uint* result) {
+                         uint max_keypoints, int upright, __global uint* result, uint first,
+                         uint end) {
     __local float2 rr[DESC_SAMPLES];
     __local float sub[DESC_LEN];
     __local float sub_len[16];
@@ -857,7 +860,10 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         sample_weight[p] = surf_exp(-(float)(d * d) / 12.5f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
+    // Keypoints first..end of the kept ones: the host may describe them in two launches and
+    // read the first part back while the second runs (frame.rs, `DescribeSplit`).
+    n = min(n, end);
+    for (uint kp = first + get_group_id(0); kp < n; kp += get_num_groups(0)) {
         __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
         float scale = as_float(rec[KP_SCALE]);
         int xi = (int)round(as_float(rec[KP_X]));

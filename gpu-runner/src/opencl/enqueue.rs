@@ -81,15 +81,18 @@ pub(crate) fn launch(
 /// A pinned host staging area (`CL_MEM_ALLOC_HOST_PTR`, page-locked on discrete GPUs), mapped
 /// once for its whole life, for uploads and readbacks at DMA speed.
 ///
-/// It owns its buffer, so no kernel ever sees it, and it remembers its last non-blocking
-/// transfer: the host reaches the memory only through [`Staging::host`], which waits for that
-/// transfer first, and dropping the area waits for it too. The obligations of a non-blocking
+/// It owns its buffer, so no kernel ever sees it, and it remembers its non-blocking transfers
+/// in flight: the host reaches the memory only through [`Staging::host`], which waits for all
+/// of them first, and dropping the area waits for them too. The obligations of a non-blocking
 /// transfer (the host memory outlives the command and is not touched before it completes) are
-/// therefore kept by the type, not by its callers.
+/// therefore kept by the type, not by its callers. A new transfer waits only for those in
+/// flight whose elements it shares, so that the pieces of one frame (disjoint ranges, possibly
+/// on two queues) can travel together.
 #[derive(Debug)]
 pub(crate) struct Staging<T: OclPrm> {
     map: MemMap<T>,
-    pending: Option<Event>,
+    /// Non-blocking transfers not yet waited for: their elements and events.
+    pending: Vec<(Range<usize>, Event)>,
 }
 
 impl<T: OclPrm> Staging<T> {
@@ -102,7 +105,10 @@ impl<T: OclPrm> Staging<T> {
         // it.
         let map = unsafe { buffer.map().read().write().enq() }
             .map_err(OpenClError::runtime("map staging buffer"))?;
-        Ok(Self { map, pending: None })
+        Ok(Self {
+            map,
+            pending: Vec::new(),
+        })
     }
 
     /// Elements the area holds.
@@ -116,13 +122,34 @@ impl<T: OclPrm> Staging<T> {
         Ok(&mut self.map[..])
     }
 
-    /// Waits for the last non-blocking transfer, if any.
+    /// Waits for every non-blocking transfer in flight.
     pub(crate) fn wait(&mut self) -> Result<(), OpenClError> {
-        if let Some(ev) = self.pending.take() {
-            ev.wait_for()
-                .map_err(|e| OpenClError::runtime("wait for a transfer")(e.into()))?;
+        self.wait_overlapping(&(0..usize::MAX))
+    }
+
+    /// Waits for the transfers in flight that share an element with `range`.
+    fn wait_overlapping(&mut self, range: &Range<usize>) -> Result<(), OpenClError> {
+        let mut result = Ok(());
+        self.pending.retain(|(r, ev)| {
+            if r.start >= range.end || range.start >= r.end {
+                return true;
+            }
+            if result.is_ok() {
+                result = ev
+                    .wait_for()
+                    .map_err(|e| OpenClError::runtime("wait for a transfer")(e.into()));
+            }
+            false
+        });
+        result
+    }
+
+    /// Notes a transfer of `range` whose command's event is `event` (nothing to note when it
+    /// blocked).
+    fn note(&mut self, range: Range<usize>, blocking: bool, event: &Event) {
+        if !blocking {
+            self.pending.push((range, event.clone()));
         }
-        Ok(())
     }
 
     fn check(&self, range: &Range<usize>, device_len: usize) -> Result<(), OpenClError> {
@@ -137,61 +164,72 @@ impl<T: OclPrm> Staging<T> {
 }
 
 impl Staging<u8> {
-    /// Copies the first `len` bytes to the start of `dst` on `queue`, blocking or not; the
+    /// Copies the bytes `range` to the same bytes of `dst` on `queue`, blocking or not; the
     /// command's event goes to `event`.
     pub(crate) fn upload(
         &mut self,
         dst: &Buffer<u8>,
-        len: usize,
-        queue: &Queue,
-        blocking: bool,
-        event: &mut Event,
-    ) -> Result<(), OpenClError> {
-        self.check(&(0..len), dst.len())?;
-        self.wait()?;
-        inject::runtime(FaultPoint::Upload, "upload frame")?;
-        // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
-        // for this command (recorded below) before any host access and before it is dropped.
-        unsafe {
-            dst.write(&self.map[..len])
-                .queue(queue)
-                .block(blocking)
-                .enew(&mut *event)
-                .enq()
-        }
-        .map_err(OpenClError::runtime("upload frame"))?;
-        self.pending = (!blocking).then(|| event.clone());
-        Ok(())
-    }
-}
-
-impl Staging<u32> {
-    /// Copies the words `range` of `src` into the same words of the area on `queue`, blocking
-    /// or not; the command's event goes to `event`.
-    pub(crate) fn read_back(
-        &mut self,
-        src: &Buffer<u32>,
         range: Range<usize>,
         queue: &Queue,
         blocking: bool,
         event: &mut Event,
     ) -> Result<(), OpenClError> {
-        self.check(&range, src.len())?;
-        self.wait()?;
-        inject::runtime(FaultPoint::Readback, "read back results")?;
+        self.check(&range, dst.len())?;
+        self.wait_overlapping(&range)?;
+        inject::runtime(FaultPoint::Upload, "upload frame")?;
         let start = range.start;
         // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
-        // for this command (recorded below) before any host access and before it is dropped.
+        // for this command (recorded below) before any host access and before it is dropped,
+        // and no other transfer in flight touches these bytes (waited for above).
         unsafe {
-            src.read(&mut self.map[range])
+            dst.write(&self.map[range.clone()])
                 .offset(start)
                 .queue(queue)
                 .block(blocking)
                 .enew(&mut *event)
                 .enq()
         }
+        .map_err(OpenClError::runtime("upload frame"))?;
+        self.note(range, blocking, event);
+        Ok(())
+    }
+}
+
+impl Staging<u32> {
+    /// Copies the words `range` of `src` into the same words of the area on `queue`, blocking
+    /// or not, after the events of `wait` (commands on other queues); the command's event goes
+    /// to `event`.
+    pub(crate) fn read_back(
+        &mut self,
+        src: &Buffer<u32>,
+        range: Range<usize>,
+        queue: &Queue,
+        blocking: bool,
+        wait: &[Event],
+        event: &mut Event,
+    ) -> Result<(), OpenClError> {
+        self.check(&range, src.len())?;
+        self.wait_overlapping(&range)?;
+        inject::runtime(FaultPoint::Readback, "read back results")?;
+        let start = range.start;
+        // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
+        // for this command (recorded below) before any host access and before it is dropped,
+        // and no other transfer in flight touches these words (waited for above).
+        unsafe {
+            let cmd = src
+                .read(&mut self.map[range.clone()])
+                .offset(start)
+                .queue(queue)
+                .block(blocking)
+                .enew(&mut *event);
+            if wait.is_empty() {
+                cmd.enq()
+            } else {
+                cmd.ewait(wait).enq()
+            }
+        }
         .map_err(OpenClError::runtime("read back results"))?;
-        self.pending = (!blocking).then(|| event.clone());
+        self.note(range, blocking, event);
         Ok(())
     }
 }

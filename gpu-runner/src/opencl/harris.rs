@@ -36,7 +36,7 @@ use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
     DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, run_frame,
+    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, enqueue_descriptor, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS};
@@ -376,13 +376,14 @@ impl DetectorKernels for HarrisPipeline {
     fn enqueue(&mut self, frame: Launch<'_>, events: &mut Events) -> Result<(), OpenClError> {
         let (w, h) = (frame.width, frame.height);
         self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
-        // Only the first kernel waits (the queue is in order).
-        let mut wait = Some(frame.wait);
+        self.io.split_done = None;
+        // Only the first kernel waits (the queue is in order) for the whole frame.
+        let mut wait = Some(frame.ready());
         if let Some(d) = &self.describe {
             // integral_band_sums also clears the result header; harris_gradients clears it again, so
-            // the Harris kernels do not depend on it.
-            d.kernels
-                .enqueue(w, h, wait.take().unwrap_or(&[]), events)?;
+            // the Harris kernels do not depend on it. It waits for the frame's pieces itself.
+            wait = None;
+            d.kernels.enqueue(&frame, events)?;
         }
         let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
             let mut ev = Event::empty();
@@ -400,10 +401,13 @@ impl DetectorKernels for HarrisPipeline {
         let expected = self.io.last_candidates;
         self.select.enqueue(bound, expected, events)?;
         if let Some(d) = &self.describe {
-            let mut ev = Event::empty();
-            let items = self.groups * d.descriptor_local;
-            launch_after(&d.descriptor, items, d.descriptor_local, &[], &mut ev)?;
-            events.push(("descriptor", ev));
+            self.io.split_done = enqueue_descriptor(
+                &d.descriptor,
+                self.groups,
+                d.descriptor_local,
+                frame.split,
+                events,
+            )?;
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
     DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, run_frame,
+    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, enqueue_descriptor, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
@@ -471,7 +471,8 @@ impl DetectorKernels for Pipeline {
         let surf = self.config.surf;
         let grids = Grids::new(w, h, &surf);
         self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
-        self.k_integral.enqueue(w, h, frame.wait, events)?;
+        self.io.split_done = None;
+        self.k_integral.enqueue(&frame, events)?;
         if grids.total == 0 {
             return Ok(());
         }
@@ -496,14 +497,14 @@ impl DetectorKernels for Pipeline {
                 l.orientation,
             )?;
         }
-        let items = self.groups * l.descriptor;
-        launch(
-            events,
-            "descriptor",
+        self.io.split_done = enqueue_descriptor(
             &self.k_descriptor,
-            items,
+            self.groups,
             l.descriptor,
-        )
+            frame.split,
+            events,
+        )?;
+        Ok(())
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {

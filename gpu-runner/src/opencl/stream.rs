@@ -116,6 +116,8 @@ impl Submitted {
             width: self.width,
             height: self.height,
             wait,
+            pieces: &[],
+            split: None,
         }
     }
 }
@@ -312,7 +314,7 @@ impl StreamPipeline {
         let mut upload = Event::empty();
         self.staging[slot].upload(
             &self.inputs[slot],
-            n,
+            0..n,
             &self.upload_queue,
             false,
             &mut upload,
@@ -393,6 +395,7 @@ impl StreamPipeline {
             0..readback_words(st.guess),
             &self.queue,
             false,
+            &[],
             &mut ev,
         )?;
         st.events.push(("readback", ev));
