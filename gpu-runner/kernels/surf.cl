@@ -126,25 +126,23 @@ inline float surf_atan2(float y, float x) {
 // totals of the chunks above: the host makes the chunks long enough that these are at most a
 // few loads per column however tall the frame, where a sum per band would cost one load per
 // band above (for the last band of a 4096x4112 frame, 4 MB read by one work-group). `totals`
-// holds lsz words. The launch covers the chunks from `first_chunk` on (the host launches the
-// chunks of a frame whose rows arrive in pieces as each piece lands, frame.rs); the group of
-// chunk 0 and the first strip also clears the counters of the result header, so a frame needs
-// no separate fill command. (u32 sums are exact: every box sum fits.)
+// holds lsz words. Group 0 also clears the counters of the result header, so a frame needs no
+// separate fill command. (u32 sums are exact: every box sum fits.)
 __kernel void integral_band_sums(__global const uchar* img, int width, int height,
                                  int strip_cols, int item_bands, __global uint* band_sums,
-                                 __global uint* result, __local uint* totals, int first_chunk) {
+                                 __global uint* result, __local uint* totals) {
     uint lid = get_local_id(0), lsz = get_local_size(0);
     int group = get_group_id(0);
-    if (group == 0 && first_chunk == 0) {
+    if (group == 0) {
         for (uint k = lid; k < HEADER_WORDS; k += lsz) result[k] = 0u;
     }
     int cw = clamp(strip_cols, 1, (int)lsz);
     int segs = (int)lsz / cw;
     int per = max(item_bands, 1);
     int strips = (width + cw - 1) / cw;
-    int chunk = first_chunk + group / strips;
+    int chunk = group / strips;
     int cx = (int)lid % cw, seg = (int)lid / cw;
-    int x = (group % strips) * cw + cx;
+    int x = (group - chunk * strips) * cw + cx;
     int bands = (height + INTEGRAL_BAND - 1) / INTEGRAL_BAND;
     int b0 = (chunk * segs + seg) * per;
     int b1 = min(b0 + per, bands);

@@ -79,9 +79,8 @@ pub(crate) struct FrameIo {
     /// Candidates of the last frame read back (sizes launches of the next one; never results).
     pub last_candidates: Option<usize>,
     /// A second in-order queue on the same device (`None` where it could not be made: then
-    /// everything runs on the one queue): the pieces of a pinned upload travel on it while
-    /// the integral's first pass starts on the pieces already there, and the first part of a
-    /// readback while the rest of the descriptors are computed.
+    /// everything runs on the one queue): the first part of a readback travels on it while
+    /// the rest of the descriptors are computed ([`Launch::split`]).
     transfer_queue: Option<Queue>,
     /// Set by the detector's `enqueue` when it described the first records apart
     /// ([`Launch::split`]): their count and the event after which they are complete.
@@ -97,24 +96,10 @@ pub(crate) struct Launch<'a> {
     pub height: usize,
     /// Events (on other queues) the first kernel waits for.
     pub wait: &'a [Event],
-    /// The frame's rows as they arrive in pieces on another queue: (rows `0..r` on the
-    /// device, the event after which they are); empty when the frame is whole after `wait`.
-    /// The integral's first pass starts on each piece as it lands.
-    pub pieces: &'a [(usize, Event)],
     /// Describe the first this many records in a launch of their own and note its event in
     /// [`FrameIo::split_done`] (their readback then overlaps the rest of the descriptors);
     /// `None`: one launch.
     pub split: Option<usize>,
-}
-
-impl Launch<'_> {
-    /// The events after which the whole frame is on the device.
-    pub(crate) fn ready(&self) -> &[Event] {
-        match self.pieces.last() {
-            Some((_, ev)) => std::slice::from_ref(ev),
-            None => self.wait,
-        }
-    }
 }
 
 impl FrameIo {
@@ -190,28 +175,15 @@ impl FrameIo {
         Ok(&mut self.stage_in.insert(area).host()?[..width * height])
     }
 
-    /// Uploads the `width x height` frame at the start of the pinned input area into
-    /// [`Self::image`] without blocking (DMA, see [`upload_pinned`]; the area waits for it
-    /// before the host touches it again); returns the pieces it travels in.
-    fn upload_input(
-        &mut self,
-        width: usize,
-        height: usize,
-        events: &mut Events,
-    ) -> Result<Vec<(usize, Event)>, OpenClError> {
+    /// Uploads the first `n` bytes of the pinned input area into [`Self::image`] without
+    /// blocking (a DMA; the area waits for it before the host touches it again).
+    fn upload_input(&mut self, n: usize, events: &mut Events) -> Result<(), OpenClError> {
         let area = self.stage_in.as_mut().ok_or_else(|| {
             OpenClError::Unsupported(
                 "no frame in the pinned input area: write one through `input_buffer` first".into(),
             )
         })?;
-        upload_pinned(
-            area,
-            &self.image,
-            &self.gpu,
-            self.transfer_queue.as_ref(),
-            (width, height),
-            events,
-        )
+        upload_pinned(area, &self.image, &self.gpu, n, events)
     }
 
     /// Uploads `image` into [`Self::image`] (blocking), straight from the caller's memory. The
@@ -527,26 +499,22 @@ pub(crate) fn run_frame_into<D: DetectorKernels + ?Sized>(
     out: &mut DetectOutput,
 ) -> Result<(), OpenClError> {
     let (w, h) = (image.width(), image.height());
-    run_frame_with(detector, w, h, out, |io, events| {
-        io.upload(image, events).map(|()| Vec::new())
-    })
+    run_frame_with(detector, w, h, out, |io, events| io.upload(image, events))
 }
 
 /// [`run_frame_into`] for the frame of `w x h` pixels that `upload` puts into the image buffer
-/// (from the caller's memory, or from the pinned input area); `upload` returns the pieces the
-/// frame travels in on the transfer queue ([`Launch::pieces`]; empty: whole, on the detector's
-/// queue).
+/// (from the caller's memory, or from the pinned input area).
 fn run_frame_with<D: DetectorKernels + ?Sized>(
     detector: &mut D,
     w: usize,
     h: usize,
     out: &mut DetectOutput,
-    upload: impl FnOnce(&mut FrameIo, &mut Events) -> Result<Vec<(usize, Event)>, OpenClError>,
+    upload: impl FnOnce(&mut FrameIo, &mut Events) -> Result<(), OpenClError>,
 ) -> Result<(), OpenClError> {
     detector.io().check_size(w, h)?;
     let t0 = Instant::now();
     let mut events = Events::with_capacity(16);
-    let pieces = upload(detector.io_mut(), &mut events)?;
+    upload(detector.io_mut(), &mut events)?;
     let io = detector.io();
     let split = io.describe_split(io.read_hint.records(io.max_keypoints));
     let frame = Launch {
@@ -554,7 +522,6 @@ fn run_frame_with<D: DetectorKernels + ?Sized>(
         width: w,
         height: h,
         wait: &[],
-        pieces: &pieces,
         split,
     };
     let found = loop {
@@ -565,8 +532,8 @@ fn run_frame_with<D: DetectorKernels + ?Sized>(
             Ok(Some(found)) => break found,
             Ok(None) => {}
             Err(e) => {
-                // The next frame's pieces travel on the transfer queue, which is not ordered
-                // after this frame's kernels: let those finish before anything else is sent.
+                // A first readback part may be on the transfer queue, which is not ordered
+                // with this frame's kernels: let those finish before anything else is sent.
                 let _ = detector.io().gpu.queue.finish();
                 return Err(e);
             }
@@ -729,7 +696,7 @@ impl Detector {
     ) -> Result<(), OpenClError> {
         check_frame(width, height)?;
         run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
-            io.upload_input(width, height, events)
+            io.upload_input(width * height, events)
         })
     }
 
@@ -754,15 +721,7 @@ impl Detector {
             )));
         }
         run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
-            let transfer = io.transfer_queue.as_ref();
-            upload_pinned(
-                &mut frame.staging,
-                &io.image,
-                &io.gpu,
-                transfer,
-                (width, height),
-                events,
-            )
+            upload_pinned(&mut frame.staging, &io.image, &io.gpu, n, events)
         })
     }
 
@@ -796,66 +755,20 @@ impl Detector {
     }
 }
 
-/// Rows of a piece of a pinned upload are a multiple of this: 8 bands, the chunk of
-/// `integral_band_sums` for frames up to 2048 rows with its default work-group (the pieces of
-/// taller frames, or of smaller work-groups, still work: a chunk waits for the piece that
-/// completes it).
-const PIECE_ALIGN: usize = 8 * INTEGRAL_BAND;
-/// Pieces a pinned upload is cut into when the device has a transfer queue.
-const UPLOAD_PIECES: usize = 2;
-
-/// Row ends of the pieces of a frame of `h` rows (the last is `h`): [`UPLOAD_PIECES`] of about
-/// the same size, each a multiple of [`PIECE_ALIGN`] rows but the last; one below
-/// `2 * PIECE_ALIGN` rows.
-fn piece_rows(h: usize) -> Vec<usize> {
-    if h < 2 * PIECE_ALIGN {
-        return vec![h];
-    }
-    let step = h.div_ceil(UPLOAD_PIECES).next_multiple_of(PIECE_ALIGN);
-    let mut ends: Vec<usize> = (1..UPLOAD_PIECES)
-        .map(|k| k * step)
-        .take_while(|&r| r < h)
-        .collect();
-    ends.push(h);
-    ends
-}
-
-/// Uploads the `width x height` frame at the start of the pinned `area` into `image` without
-/// blocking (a DMA; the area waits for it before the host touches it again): the detector's
-/// input area and a caller's [`PinnedFrame`] alike. With a `transfer` queue the rows travel on
-/// it in pieces ([`piece_rows`]), so that the integral's first pass can start on the first
-/// rows while the next are on their way (the kernels wait for the pieces' events, returned as
-/// (rows on the device, event)); without one the frame goes in one piece on the detector's
-/// queue, ahead of its kernels, and no pieces are returned.
+/// Uploads the first `n` bytes of the pinned `area` into `image` without blocking (a DMA; the
+/// area waits for it before the host touches it again): the detector's input area and a
+/// caller's [`PinnedFrame`] alike.
 fn upload_pinned(
     area: &mut Staging<u8>,
     image: &Buffer<u8>,
     gpu: &Gpu,
-    transfer: Option<&Queue>,
-    (width, height): (usize, usize),
+    n: usize,
     events: &mut Events,
-) -> Result<Vec<(usize, Event)>, OpenClError> {
-    let ends = piece_rows(height);
-    let Some(transfer) = transfer.filter(|_| ends.len() > 1) else {
-        let mut ev = Event::empty();
-        area.upload(image, 0..width * height, &gpu.queue, false, &mut ev)?;
-        events.push(("upload", ev));
-        return Ok(Vec::new());
-    };
-    let mut pieces = Vec::with_capacity(ends.len());
-    let mut from = 0;
-    for rows in ends {
-        let mut ev = Event::empty();
-        area.upload(image, from * width..rows * width, transfer, false, &mut ev)?;
-        events.push(("upload", ev.clone()));
-        pieces.push((rows, ev));
-        from = rows;
-    }
-    // Submitted now: the detector's queue waits for these events.
-    transfer
-        .flush()
-        .map_err(OpenClError::runtime("flush transfer queue"))?;
-    Ok(pieces)
+) -> Result<(), OpenClError> {
+    let mut ev = Event::empty();
+    area.upload(image, 0..n, &gpu.queue, false, &mut ev)?;
+    events.push(("upload", ev));
+    Ok(())
 }
 
 /// Pinned host memory for one frame (`CL_MEM_ALLOC_HOST_PTR`, mapped for its whole life), owned
@@ -991,7 +904,6 @@ impl IntegralKernels {
                 .arg(&band_sums)
                 .arg(&io.result)
                 .arg_local::<u32>(lsz)
-                .arg(0i32)
                 .build()
                 .map_err(OpenClError::runtime("kernel integral_band_sums"))
         };
@@ -1069,56 +981,26 @@ impl IntegralKernels {
             .map_err(OpenClError::runtime("set kernel arguments"))
     }
 
-    /// Enqueues both passes for the `w x h` frame of `frame` (the one [`Self::set_frame`] last
-    /// pointed them at): the first pass after `frame.wait`, or, when the frame arrives in
-    /// pieces, one launch per piece over the chunks of bands that piece completes, each after
-    /// its piece's event (so it runs while the next piece is still on its way).
+    /// Enqueues both passes for a `w x h` frame (the one [`Self::set_frame`] last pointed them
+    /// at); the first waits for `wait`.
     pub(crate) fn enqueue(
         &self,
-        frame: &Launch<'_>,
+        w: usize,
+        h: usize,
+        wait: &[Event],
         events: &mut Events,
     ) -> Result<(), OpenClError> {
-        let (w, h) = (frame.width, frame.height);
         let bands = band_count(h);
-        let (per_item, chunks) = self.chunking(h);
-        let chunk_rows = (self.sums_local / self.strip_cols) * per_item * INTEGRAL_BAND;
-        let whole = [(h, Event::empty())];
-        let pieces: &[(usize, Event)] = if frame.pieces.is_empty() {
-            &whole
-        } else {
-            frame.pieces
-        };
-        let mut done = 0;
-        for (k, (rows, ready)) in pieces.iter().enumerate() {
-            let last = k + 1 == pieces.len();
-            // A chunk's sums read its rows only: it waits for the piece that completes it.
-            let upto = if last {
-                chunks
-            } else {
-                (rows / chunk_rows.max(1)).min(chunks)
-            };
-            if upto <= done {
-                continue;
-            }
-            let wait = if frame.pieces.is_empty() {
-                frame.wait
-            } else {
-                std::slice::from_ref(ready)
-            };
-            self.sums
-                .set_arg(8, done as i32)
-                .map_err(OpenClError::runtime("set kernel arguments"))?;
-            let mut ev = Event::empty();
-            launch_after(
-                &self.sums,
-                w.div_ceil(self.strip_cols) * (upto - done) * self.sums_local,
-                self.sums_local,
-                wait,
-                &mut ev,
-            )?;
-            events.push(("integral_band_sums", ev));
-            done = upto;
-        }
+        let (_, chunks) = self.chunking(h);
+        let mut ev = Event::empty();
+        launch_after(
+            &self.sums,
+            w.div_ceil(self.strip_cols) * chunks * self.sums_local,
+            self.sums_local,
+            wait,
+            &mut ev,
+        )?;
+        events.push(("integral_band_sums", ev));
         let mut ev = Event::empty();
         launch_after(
             &self.bands,
@@ -1229,26 +1111,12 @@ mod tests {
     use surfcl_core::surf::{self, SurfConfig};
     use surfcl_core::{IntegralImage, KeypointBuffer, KeypointSink};
 
-    #[test]
-    fn pieces_are_aligned_and_cover_the_frame() {
-        for h in [1, 16, 255, 256, 257, 480, 680, 1080, 4112, 16384] {
-            let ends = piece_rows(h);
-            assert_eq!(ends.last(), Some(&h), "h {h}");
-            assert!(ends.windows(2).all(|p| p[0] < p[1]), "h {h}: {ends:?}");
-            let (last, rest) = ends.split_last().unwrap_or((&0, &[]));
-            assert!(rest.iter().all(|r| r % PIECE_ALIGN == 0 && r < last));
-            assert!(ends.len() <= UPLOAD_PIECES);
-        }
-        assert_eq!(piece_rows(1080), [640, 1080]);
-        assert_eq!(piece_rows(200), [200]);
-    }
-
-    /// Frames uploaded in pieces (the integral's first pass launched per piece) and read back
-    /// in two parts (the first described apart) give the core's keypoints and descriptors bit
-    /// for bit, from the pinned input area and from a caller's pinned frame. Fails (rather than
+    /// Frames read back in two parts (the first records described apart, their readback on
+    /// the transfer queue) give the core's keypoints and descriptors bit for bit, from the
+    /// pinned input area, a caller's pinned frame and pageable memory. Fails (rather than
     /// passing vacuously) without an OpenCL device.
     #[test]
-    fn frames_in_pieces_with_split_readbacks_match_the_core() {
+    fn split_readbacks_match_the_core() {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
         let boat =
@@ -1279,7 +1147,6 @@ mod tests {
             panic!("this test needs an OpenCL device (CI: apt-get install pocl-opencl-icd): {e}")
         });
         assert!(detector.kernels().io().transfer_queue.is_some());
-        assert!(piece_rows(h).len() > 1, "{h} rows come in one piece");
         let same = |got: &DetectOutput, what: &str| {
             assert_eq!(got.keypoints.len(), want.len(), "{what}");
             for (k, (a, b)) in want.iter().zip(&got.keypoints).enumerate() {
@@ -1325,7 +1192,7 @@ mod tests {
             .detect_pinned_into(&mut pinned, w, h, &mut out)
             .unwrap();
         same(&out, "pinned frame");
-        // From pageable memory: one piece on the detector's queue, readback still split.
+        // From pageable memory.
         same(&detector.detect(&image).unwrap(), "pageable frame");
     }
 

@@ -377,13 +377,13 @@ impl DetectorKernels for HarrisPipeline {
         let (w, h) = (frame.width, frame.height);
         self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
         self.io.split_done = None;
-        // Only the first kernel waits (the queue is in order) for the whole frame.
-        let mut wait = Some(frame.ready());
+        // Only the first kernel waits (the queue is in order).
+        let mut wait = Some(frame.wait);
         if let Some(d) = &self.describe {
             // integral_band_sums also clears the result header; harris_gradients clears it again, so
-            // the Harris kernels do not depend on it. It waits for the frame's pieces itself.
-            wait = None;
-            d.kernels.enqueue(&frame, events)?;
+            // the Harris kernels do not depend on it.
+            d.kernels
+                .enqueue(w, h, wait.take().unwrap_or(&[]), events)?;
         }
         let mut run = |name: &'static str, kernel: &Kernel, global: usize, local: usize| {
             let mut ev = Event::empty();

@@ -472,7 +472,7 @@ impl DetectorKernels for Pipeline {
         let grids = Grids::new(w, h, &surf);
         self.set_frame_args(frame.input.unwrap_or(&self.io.image), w as i32, h as i32)?;
         self.io.split_done = None;
-        self.k_integral.enqueue(&frame, events)?;
+        self.k_integral.enqueue(w, h, frame.wait, events)?;
         if grids.total == 0 {
             return Ok(());
         }

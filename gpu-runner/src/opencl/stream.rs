@@ -116,7 +116,6 @@ impl Submitted {
             width: self.width,
             height: self.height,
             wait,
-            pieces: &[],
             split: None,
         }
     }
