@@ -41,9 +41,9 @@ base=target/bench-b728
 [ -d "$base" ] || git worktree add -f "$base" b728fc2 >/dev/null
 mkdir -p "$base/gpu-runner/benches"
 # b728fc2's backends have `detect` only: the bench's one `detect_into` call becomes `detect`.
-sed 's|backend.detect_into(image, params, out).expect("detection failed"); // detect_into line|*out = backend.detect(image, params).expect("detection failed");|' \
+sed 's#backend.detect_into(image, params, out)#backend.detect(image, params).map(|f| *out = f)#' \
     gpu-runner/benches/cpu_backend.rs >"$base/gpu-runner/benches/cpu_backend.rs"
-grep -q '\*out = backend.detect(image' "$base/gpu-runner/benches/cpu_backend.rs"
+grep -q 'backend.detect(image, params).map' "$base/gpu-runner/benches/cpu_backend.rs"
 grep -q 'name = "cpu_backend"' "$base/gpu-runner/Cargo.toml" ||
     printf '\n[[bench]]\nname = "cpu_backend"\nharness = false\n' >>"$base/gpu-runner/Cargo.toml"
 

@@ -65,18 +65,17 @@ fn configurations() -> [(&'static str, DetectParams); 2] {
 }
 
 /// Detects one frame into `out`, whose arrays the backend refills, as a caller detecting frame
-/// after frame does. `scripts/bench_cpu_vs_b728.sh` turns the marked line into
-/// `*out = backend.detect(..)` in its b728fc2 copy of this file: that tree's backends have no
-/// `detect_into`.
+/// after frame does. `scripts/bench_cpu_vs_b728.sh` turns the `detect_into` call into
+/// `detect(..).map(|f| *out = f)` in its b728fc2 copy of this file: that tree's backends have
+/// no `detect_into`.
 fn detect_frame(
     backend: &mut CpuBackend,
     image: &surfcl_core::GrayImage<'_>,
     params: &DetectParams,
     out: &mut Features,
 ) {
-    backend
-        .detect_into(image, params, out)
-        .expect("detection failed"); // detect_into line
+    let detected = backend.detect_into(image, params, out);
+    detected.expect("detection failed");
 }
 
 /// Frames per stage report: `SURFCL_BENCH_FRAMES`, default 15.
