@@ -812,8 +812,10 @@ impl crate::backend::InputFrame for PinnedFrame {
     }
 }
 
-/// Rows per band of surf.cl's integral kernels.
-const INTEGRAL_BAND: usize = 16;
+/// Rows per band of surf.cl's integral kernels: one work-group of `integral_bands` per band, so
+/// 1920x1080 is 270 groups at 4 rows (68 at 16 left half of an H100's 132 multiprocessors
+/// idle: `integral_bands` 0.020 -> 0.013 ms, same run, docs/BENCHMARKS.md).
+const INTEGRAL_BAND: usize = 4;
 /// Adjacent columns per work-item of `integral_bands` (8: its vector types).
 const INTEGRAL_COLS: usize = 8;
 /// Work-items per segment of `integral_bands`' row scans.
