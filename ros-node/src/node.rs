@@ -130,6 +130,10 @@ pub struct NodeConfig {
     /// Reliability of the `keypoints`, `matches` and `debug_image` publishers (keep last 5
     /// either way).
     pub output_reliability: TopicReliability,
+    /// Bytes of encoded `keypoints` buffers kept for reuse at most (`wire::BufferPool`): with
+    /// reliable outputs RustDDS hands back 6 s of messages at once, which the pool keeps, so
+    /// that the next 6 s encode into memory already mapped.
+    pub output_buffers_bytes: usize,
     /// `SO_RCVBUF` requested for the DDS sockets, bytes (0: RustDDS's default, 8 MiB).
     pub socket_receive_buffer: usize,
     /// Announce on every interface instead of loopback only.
@@ -154,6 +158,7 @@ impl Default for NodeConfig {
             image_qos_depth: 2,
             image_reliability: TopicReliability::BestEffort,
             output_reliability: TopicReliability::Reliable,
+            output_buffers_bytes: BufferPool::DEFAULT_MAX_BYTES,
             socket_receive_buffer: DEFAULT_SOCKET_RECEIVE_BUFFER,
             all_interfaces: false,
             params: NodeParams::default(),
@@ -288,6 +293,13 @@ pub struct Stats {
     pub last_stages: StageTimes,
     /// The backend in use.
     pub backend: String,
+    /// `keypoints` messages encoded into a new buffer (fresh memory: a page fault per 4 KiB),
+    /// none being free in the pool.
+    pub output_buffers_new: u64,
+    /// Buffers made and mapped ahead between frames, none of the size being free.
+    pub output_buffers_prepared: u64,
+    /// Bytes of buffers waiting in the pool after the last frame.
+    pub output_buffers_kept_bytes: usize,
     /// Processing times since the last diagnostics report (ms).
     window: Vec<f64>,
     /// Stage times since the last diagnostics report.
@@ -698,7 +710,7 @@ pub fn start(
     )?;
     let outputs = Outputs {
         keypoints,
-        buffers: BufferPool::default(),
+        buffers: BufferPool::new(config.output_buffers_bytes),
         matches,
         debug,
         _dds_publisher: dds_publisher,
@@ -731,9 +743,11 @@ pub fn start(
             config.image_reliability.name(),
         ),
         format!(
-            "outputs ({}, keep last 5): keypoints -> {kp_topic}, matches -> {m_topic}, \
+            "outputs ({}, keep last 5; keypoints buffers kept for reuse up to {}): \
+             keypoints -> {kp_topic}, matches -> {m_topic}, \
              diagnostics -> {diag_topic}, debug_image -> {d_topic} ({})",
             config.output_reliability.name(),
+            mib(config.output_buffers_bytes),
             if config.params.debug_image {
                 "on"
             } else {
@@ -1087,6 +1101,15 @@ fn diagnostics_report(
         kv("last_error", now.last_error.clone()),
         kv("keypoints_last", now.last_keypoints.to_string()),
         kv("matches_last", now.last_matches.to_string()),
+        kv("output_buffers_new", now.output_buffers_new.to_string()),
+        kv(
+            "output_buffers_prepared",
+            now.output_buffers_prepared.to_string(),
+        ),
+        kv(
+            "output_buffers_kept_mb",
+            format!("{:.1}", now.output_buffers_kept_bytes as f64 / 1048576.0),
+        ),
     ];
     for (i, (name, _)) in StageTimes::default().named().iter().enumerate() {
         let (mean, max) = mean_max(now.stage_window.iter().map(|s| s.named()[i].1));
@@ -1352,14 +1375,16 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
         // is a quarter of the node's time).
         let t = Instant::now();
         let header = image.header.clone();
-        let kp_msg = Encoded(out.buffers.bytes(encode_detection(
+        let encoded = encode_detection(
             out.buffers.take(),
             &header,
             &detection.keypoints,
             &detection.descriptors,
             params.descriptor,
             detection.dropped,
-        )));
+        );
+        let kp_capacity = encoded.capacity();
+        let kp_msg = Encoded(out.buffers.bytes(encoded));
         stages.build_ms = ms_since(t);
         let t = Instant::now();
         if let Err(e) = out.keypoints.write(kp_msg, Some(Timestamp::now())) {
@@ -1452,8 +1477,15 @@ fn process_loop(shared: &Shared, factory: &dyn ProcessorFactory, out: &Outputs, 
 
         let ms = ms_since(started);
         stages.node_ms = stages.queue_ms + ms;
+        // The next frame's buffer, mapped now that this one is out (not in its time): only
+        // when none is free, i.e. before a reliable writer's first cleaning hands buffers back,
+        // or past the pool's byte limit.
+        out.buffers.prepare(kp_capacity);
         {
             let mut s = lock(&shared.stats);
+            s.output_buffers_new = out.buffers.new_buffers();
+            s.output_buffers_prepared = out.buffers.prepared_buffers();
+            s.output_buffers_kept_bytes = out.buffers.kept_bytes();
             s.processed += 1;
             s.last_keypoints = detection.keypoints.len();
             s.last_matches = n_matches;

@@ -164,9 +164,12 @@ fn transport() {
 /// round waits for the message before the next. Prints p50 / p99 of: `encode`, `write` (the
 /// writer's `write` call), `return` (write returned to the message taken and decoded in the
 /// client), `total`; and `decode` (the bulk decoder alone on the same bytes, for scale).
+/// Also the encoder's page faults per message (fresh memory), and the pool's new buffers
+/// (`SURFCL_KP_POOL_MB`: its byte limit; `SURFCL_KP_PREPARE=0`: no buffer made ahead).
 /// `SURFCL_KP_HZ=30`: paced, one message per period (a camera's rate) instead of back to back,
-/// measured after `SURFCL_KP_WARMUP_S` seconds (default 8: longer than RustDDS's 6 s cleaning
-/// of a reliable writer's acknowledged samples, after which the pool's buffers come back).
+/// measured after `SURFCL_KP_WARMUP_S` seconds (default 14: two of RustDDS's 6 s cleanings of a
+/// reliable writer's acknowledged samples; the first one, 6 s after the writer was made, finds
+/// less than a period of messages, so the pool's steady state starts after the second).
 #[test]
 #[ignore]
 fn keypoints() {
@@ -262,8 +265,27 @@ fn keypoints() {
     let descriptors: Vec<Descriptor> = (0..n)
         .map(|i| std::array::from_fn(|j| ((i * 64 + j) % 251) as f32 / 251.0))
         .collect();
-    let pool = BufferPool::default();
+    // `SURFCL_KP_POOL_MB`: the pool's byte limit (default the node's); 9 with
+    // `SURFCL_KP_PREPARE=0` is the pool before 2026-11-26 (8 buffers of 1.1 MB, nothing made
+    // ahead).
+    let pool = match env("SURFCL_KP_POOL_MB", "").parse::<usize>() {
+        Ok(mb) => BufferPool::new(mb << 20),
+        Err(_) => BufferPool::default(),
+    };
+    let prepare = env("SURFCL_KP_PREPARE", "1") != "0";
+    // The page faults of this thread (minor: memory mapped on first touch), from
+    // /proc/thread-self/stat (its tenth field).
+    let thread_faults = || -> u64 {
+        std::fs::read_to_string("/proc/thread-self/stat")
+            .ok()
+            .and_then(|s| {
+                let after_name = &s[s.rfind(')')? + 1..];
+                after_name.split_whitespace().nth(7)?.parse().ok()
+            })
+            .unwrap_or(0)
+    };
     let send = |i: i32| {
+        let f0 = thread_faults();
         let t0 = Instant::now();
         let bytes = encode_detection(
             pool.take(),
@@ -274,13 +296,15 @@ fn keypoints() {
             0,
         );
         let t1 = Instant::now();
+        let faults = thread_faults() - f0;
+        let capacity = bytes.capacity();
         writer
             .write(
                 Encoded(pool.bytes(bytes)),
                 Some(ros2_client::dds::rustdds::Timestamp::now()),
             )
             .unwrap();
-        (t0, t1, Instant::now())
+        (t0, t1, Instant::now(), faults, capacity)
     };
     // Discovery: until a message goes through.
     let until = Instant::now() + Duration::from_secs(30);
@@ -294,6 +318,8 @@ fn keypoints() {
     while let Ok(Some(_)) = reader.try_take_one() {}
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (mut enc, mut wr, mut ret, mut tot, mut dec) = (vec![], vec![], vec![], vec![], vec![]);
+    // Page faults while encoding (fresh memory), per message.
+    let mut enc_faults = vec![];
     let mut lost = 0;
     let size = encode_detection(
         Vec::new(),
@@ -307,7 +333,7 @@ fn keypoints() {
     // `SURFCL_KP_DECODE=0`: not the decoder alone (for profiles of the way back).
     let time_decode = env("SURFCL_KP_DECODE", "1") != "0";
     let hz: f64 = env("SURFCL_KP_HZ", "0").parse().unwrap();
-    let warm_up_s: f64 = env("SURFCL_KP_WARMUP_S", "8").parse().unwrap();
+    let warm_up_s: f64 = env("SURFCL_KP_WARMUP_S", "14").parse().unwrap();
     assert!((0.0..=1000.0).contains(&hz) && (0.0..=600.0).contains(&warm_up_s));
     let period = (hz > 0.0).then(|| Duration::from_secs_f64(1.0 / hz));
     let warm_up = match period {
@@ -316,6 +342,8 @@ fn keypoints() {
     };
     let mut due = Instant::now();
     let mut late = 0;
+    // Messages encoded into new memory (the pool had no buffer) while measured.
+    let mut new_before = 0;
     for i in 0..frames + warm_up {
         if let Some(p) = period {
             let now = Instant::now();
@@ -332,8 +360,11 @@ fn keypoints() {
             }
             due += p;
         }
+        if i == warm_up {
+            new_before = pool.new_buffers();
+        }
         let stamp = 1 + i as i32;
-        let (t0, t1, t2) = send(stamp);
+        let (t0, t1, t2, faults, capacity) = send(stamp);
         let got = within(Duration::from_secs(2), async {
             loop {
                 let stream = reader.as_async_stream();
@@ -345,6 +376,10 @@ fn keypoints() {
             }
         });
         let t3 = Instant::now();
+        // As the node does once a frame is out: the next buffer mapped ahead if none is free.
+        if prepare {
+            pool.prepare(capacity);
+        }
         let Some(m) = got else {
             lost += 1;
             continue;
@@ -352,6 +387,7 @@ fn keypoints() {
         assert_eq!(m.keypoints.len(), n);
         if i >= warm_up {
             enc.push(ms(t1 - t0));
+            enc_faults.push(faults as f64);
             wr.push(ms(t2 - t1));
             ret.push(ms(t3 - t2));
             tot.push(ms(t3 - t0));
@@ -392,16 +428,30 @@ fn keypoints() {
         })
         .map_or(0, |kib| kib / 1024);
     println!(
-        "keypoints {n} f32 ({} bytes), outputs {}, {}: n={} lost={lost}, RSS {rss_mib} MiB",
+        "keypoints {n} f32 ({} bytes), outputs {}, {}: n={} lost={lost}, RSS {rss_mib} MiB; \
+         buffers new {} (while measured {}), kept {:.1} MiB",
         size,
         outputs.name(),
         match period {
             Some(_) => format!("paced {hz} Hz after {warm_up} messages, {late} late"),
             None => "back to back".to_string(),
         },
-        tot.len()
+        tot.len(),
+        pool.new_buffers(),
+        pool.new_buffers() - new_before,
+        pool.kept_bytes() as f64 / 1048576.0,
     );
     report("encode", &mut enc);
+    let mean_faults = enc_faults.iter().sum::<f64>() / enc_faults.len().max(1) as f64;
+    enc_faults.sort_by(f64::total_cmp);
+    if !enc_faults.is_empty() {
+        println!(
+            "  encode page faults per message: p50={} p99={} mean={mean_faults:.1} (4 KiB each; {} buffers made ahead)",
+            percentile(&enc_faults, 0.5),
+            percentile(&enc_faults, 0.99),
+            pool.prepared_buffers()
+        );
+    }
     report("write", &mut wr);
     report("return", &mut ret);
     report("total", &mut tot);

@@ -19,9 +19,10 @@
 //!   `SURFCL_LATENCY_JSON` (also write the result there). Paced mode, `SURFCL_LATENCY_HZ=30`:
 //!   frames are published at that rate (a camera's), each after the previous one's keypoints
 //!   came back or were given up on, and measured after a warm-up of `SURFCL_LATENCY_WARMUP_S`
-//!   seconds (default 8: longer than RustDDS's 6 s cleaning of a reliable writer's acknowledged
-//!   samples, so that the node's output buffers reach their steady state); without it frames go
-//!   back to back after 10 warm-up frames;
+//!   seconds (default 14: two of RustDDS's 6 s cleanings of a reliable writer's acknowledged
+//!   samples, the first of which, 6 s after the node started, finds less than a period of
+//!   messages: the node's output buffers are in their steady state after the second); without
+//!   it frames go back to back after 10 warm-up frames;
 //! - `soak_2000_frames_at_30hz`: 2000 frames at 30 Hz; median resident memory of the last 600
 //!   frames is less than 5 % above the median of the 600 frames after warm-up (400 frames).
 //!   `SURFCL_SOAK_SIZE` (WxH; default: four sizes around 320x240) and `SURFCL_SOAK_BACKEND`
@@ -115,7 +116,7 @@ fn latency() {
     let hz: f64 = env_or("SURFCL_LATENCY_HZ", "0")
         .parse()
         .expect("SURFCL_LATENCY_HZ must be a number (frames per second; 0: back to back)");
-    let warm_up_s: f64 = env_or("SURFCL_LATENCY_WARMUP_S", "8")
+    let warm_up_s: f64 = env_or("SURFCL_LATENCY_WARMUP_S", "14")
         .parse()
         .expect("SURFCL_LATENCY_WARMUP_S must be a number of seconds");
     assert!(
@@ -175,6 +176,8 @@ fn latency() {
     let mut late = 0u32;
     let run_start = Instant::now();
     let mut measured_from = run_start;
+    // Keypoints messages the node encoded into new memory before the measured frames.
+    let mut new_before = 0;
     for i in 0..frames + warm_up {
         if let Some(p) = period {
             let now = Instant::now();
@@ -193,6 +196,7 @@ fn latency() {
         }
         if i == warm_up {
             measured_from = Instant::now();
+            new_before = node.stats().output_buffers_new;
         }
         let mut msg = messages[i as usize % 2].clone();
         msg.header = header(1000 + i as i32, "cam");
@@ -245,7 +249,7 @@ fn latency() {
     };
     println!(
         "latency {w}x{h} {encoding} ({}; {kps} keypoints, max_keypoints {max_kp}, descriptor {descriptor:?}, image QoS {}, outputs {}, client decoder {decoder}, profile {profile}; {mode}): \
-         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} (into input frames {}) processed {} dropped {} lost {} failed {}; RSS {} MiB",
+         n={} p50={p50:.2} ms p99={p99:.2} ms max={max:.2} ms; frames without output {lost_frames}; node stats: received {} (into input frames {}) processed {} dropped {} lost {} failed {}; keypoints buffers new {} (while measured {}), made ahead {}, kept {:.1} MiB; RSS {} MiB",
         s.backend,
         if reliable { "reliable" } else { "best effort" },
         outputs.name(),
@@ -256,6 +260,10 @@ fn latency() {
         s.dropped_stale,
         s.lost,
         s.failed,
+        s.output_buffers_new,
+        s.output_buffers_new - new_before,
+        s.output_buffers_prepared,
+        s.output_buffers_kept_bytes as f64 / 1048576.0,
         rss_kib() / 1024,
     );
     let mut json_stages = Vec::new();
@@ -288,12 +296,14 @@ fn latency() {
     );
     if let Ok(path) = std::env::var("SURFCL_LATENCY_JSON") {
         let json = format!(
-            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"hz\": {hz}, \"warm_up_frames\": {warm_up}, \"late\": {late}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"received_into_frames\": {}, \"rss_mib\": {}, \"stages\": {{{}}}}}\n",
+            "{{\"size\": \"{w}x{h}\", \"encoding\": \"{encoding}\", \"backend\": {:?}, \"keypoints\": {kps}, \"max_keypoints\": {max_kp}, \"decoder\": \"{decoder}\", \"outputs\": \"{}\", \"image_qos\": \"{}\", \"frames\": {}, \"hz\": {hz}, \"warm_up_frames\": {warm_up}, \"late\": {late}, \"p50_ms\": {p50:.4}, \"p99_ms\": {p99:.4}, \"max_ms\": {max:.4}, \"without_output\": {lost_frames}, \"received_into_frames\": {}, \"buffers_new_measured\": {}, \"buffers_prepared\": {}, \"rss_mib\": {}, \"stages\": {{{}}}}}\n",
             s.backend,
             outputs.name(),
             if reliable { "reliable" } else { "best_effort" },
             lat.len(),
             s.received_into_frames,
+            s.output_buffers_new - new_before,
+            s.output_buffers_prepared,
             rss_kib() / 1024,
             json_stages.join(", ")
         );

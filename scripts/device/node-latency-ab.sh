@@ -7,9 +7,11 @@
 #   OUT=$OUT sh .device-ros/ab.sh          (both parts: may not fit one 10-minute device command)
 #   OUT=$OUT sh .device-ros/ab.sh ab       (the alternated rounds only)
 #   OUT=$OUT sh .device-ros/ab.sh new      (the new build alone only)
-#   OUT=$OUT sh .device-ros/ab.sh paced    (two rounds of old and new at 1920x1080, 30 Hz after
-#                                          8 s of warm-up, reliable then best-effort outputs:
-#                                          the steady state of a camera stream; about 4 minutes)
+#   OUT=$OUT sh .device-ros/ab.sh paced    (issue 17: two rounds of old and new at 1920x1080,
+#                                          back to back with reliable outputs, then 30 Hz after
+#                                          14 s of warm-up (two RustDDS cleanings), reliable then
+#                                          best-effort outputs: the steady state of a camera
+#                                          stream; about 5 minutes)
 # scripts/device/prepare-node-latency.sh with OLD= (and NEW=) fills the folder.
 D=$(cd "$(dirname "$0")" && pwd)
 part=${1:-all}
@@ -17,8 +19,9 @@ if [ "$part" = paced ]; then
   for round in 1 2; do
     for build in old new; do
       FRAMES=300 BIN=soak_latency.$build sh "$D/run.sh" \
-        "1920x1080 opencl SURFCL_LATENCY_HZ=30" \
-        "1920x1080 opencl SURFCL_LATENCY_HZ=30 SURFCL_LATENCY_OUTPUTS=best_effort"
+        "1920x1080 opencl" \
+        "1920x1080 opencl SURFCL_LATENCY_HZ=30 SURFCL_LATENCY_WARMUP_S=14" \
+        "1920x1080 opencl SURFCL_LATENCY_HZ=30 SURFCL_LATENCY_WARMUP_S=14 SURFCL_LATENCY_OUTPUTS=best_effort"
     done
   done
   exit 0

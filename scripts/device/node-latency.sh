@@ -6,8 +6,8 @@
 # namespace (loopback raised with an ioctl: the GPU machine has no `ip`). Results are appended
 # to $OUT/latency.txt and $OUT/latency.jsonl.
 #   sh .device-ros/run.sh "1920x1080 opencl" "1920x1080 opencl SURFCL_LATENCY_OUTPUTS=best_effort"
-# Paced at a camera's rate (measured after a warm-up longer than RustDDS's 6 s cleaning of a
-# reliable writer's samples; SURFCL_LATENCY_WARMUP_S, default 8):
+# Paced at a camera's rate (measured after a warm-up of two of RustDDS's 6 s cleanings of a
+# reliable writer's samples; SURFCL_LATENCY_WARMUP_S, default 14):
 #   sh .device-ros/run.sh "1920x1080 opencl SURFCL_LATENCY_HZ=30"
 # BIN names another build of the test binary in that folder (default soak_latency), for builds
 # alternated in one session: BIN=soak_latency.old sh .device-ros/run.sh ...
