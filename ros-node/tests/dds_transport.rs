@@ -340,26 +340,11 @@ fn keypoints() {
         Some(_) => (warm_up_s * hz).ceil() as usize,
         None => 10,
     };
-    let mut due = Instant::now();
-    let mut late = 0;
+    let mut pacer = Pacer::new(period);
     // Messages encoded into new memory (the pool had no buffer) while measured.
     let mut new_before = 0;
     for i in 0..frames + warm_up {
-        if let Some(p) = period {
-            let now = Instant::now();
-            match due.checked_duration_since(now) {
-                // At most one period.
-                Some(wait) => std::thread::sleep(wait),
-                None => {
-                    if i >= warm_up && now - due > Duration::from_millis(1) {
-                        late += 1;
-                    }
-                    // Behind: this message goes now, the next one a period later (no burst).
-                    due = now;
-                }
-            }
-            due += p;
-        }
+        pacer.wait(i >= warm_up);
         if i == warm_up {
             new_before = pool.new_buffers();
         }
@@ -433,7 +418,10 @@ fn keypoints() {
         size,
         outputs.name(),
         match period {
-            Some(_) => format!("paced {hz} Hz after {warm_up} messages, {late} late"),
+            Some(_) => format!(
+                "paced {hz} Hz after {warm_up} messages, {} late",
+                pacer.late()
+            ),
             None => "back to back".to_string(),
         },
         tot.len(),

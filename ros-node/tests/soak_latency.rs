@@ -170,30 +170,14 @@ fn latency() {
     let mut stages: Vec<StageTimes> = Vec::new();
     let mut kps = 0;
     let mut lost_frames = 0;
-    // Paced mode: when the next frame is due, and how many measured frames went out more than
-    // a millisecond late (the previous one took longer than the period).
-    let mut due = Instant::now();
-    let mut late = 0u32;
+    // Paced mode: counts the measured frames that went out late.
+    let mut pacer = Pacer::new(period);
     let run_start = Instant::now();
     let mut measured_from = run_start;
     // Keypoints messages the node encoded into new memory before the measured frames.
     let mut new_before = 0;
     for i in 0..frames + warm_up {
-        if let Some(p) = period {
-            let now = Instant::now();
-            match due.checked_duration_since(now) {
-                // At most one period.
-                Some(wait) => std::thread::sleep(wait),
-                None => {
-                    if i >= warm_up && now - due > Duration::from_millis(1) {
-                        late += 1;
-                    }
-                    // Behind: this frame goes now, the next one a period later (no burst).
-                    due = now;
-                }
-            }
-            due += p;
-        }
+        pacer.wait(i >= warm_up);
         if i == warm_up {
             measured_from = Instant::now();
             new_before = node.stats().output_buffers_new;
@@ -239,6 +223,7 @@ fn latency() {
     sorted.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&sorted, 0.5), percentile(&sorted, 0.99));
     let max = sorted.last().copied().unwrap_or(f64::NAN);
+    let late = pacer.late();
     let mode = match period {
         Some(_) => format!(
             "paced {hz} Hz after {:.1} s warm-up ({warm_up} frames), measured over {:.1} s, {late} frames late",

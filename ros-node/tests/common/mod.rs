@@ -512,3 +512,48 @@ pub fn test_params() -> surfcl_ros::params::NodeParams {
         ..Default::default()
     }
 }
+
+/// Sends frames at a fixed rate, as a camera does (`period` `None`: back to back). Behind
+/// schedule, a frame goes at once and the next one a period later (no burst), and a measured
+/// frame more than a millisecond behind counts as late: the previous one took longer than the
+/// period, so the rate is too high for the machine.
+pub struct Pacer {
+    period: Option<Duration>,
+    due: Instant,
+    late: u32,
+}
+
+impl Pacer {
+    /// A pacer whose first frame is due now.
+    pub fn new(period: Option<Duration>) -> Self {
+        Self {
+            period,
+            due: Instant::now(),
+            late: 0,
+        }
+    }
+
+    /// Waits until the next frame is due (at most one period); `measured`: whether it counts
+    /// for [`Pacer::late`].
+    pub fn wait(&mut self, measured: bool) {
+        let Some(period) = self.period else {
+            return;
+        };
+        let now = Instant::now();
+        match self.due.checked_duration_since(now) {
+            Some(wait) => std::thread::sleep(wait),
+            None => {
+                if measured && now - self.due > Duration::from_millis(1) {
+                    self.late += 1;
+                }
+                self.due = now;
+            }
+        }
+        self.due += period;
+    }
+
+    /// Measured frames that went out late.
+    pub fn late(&self) -> u32 {
+        self.late
+    }
+}
