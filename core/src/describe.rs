@@ -576,6 +576,28 @@ fn describe_with(
     // (sum dx, sum dy, sum |dx|, sum |dy|) of sub-region (a, b), at [a][b]: the four
     // sub-regions of one sub-region row side by side, so that one row's nine samples are added
     // to all four as 4-lane vectors (each lane in its own sample order).
+    // Every sample lies within `reach` of `(x, y)` along each axis (`|f| <= 12` sample spacings
+    // in the rotated frame: `12 scale (|sin| + |cos|)`, plus 2 for the rounding of the products,
+    // the sums and the position). Where that square, widened by the Haar half size, is inside
+    // the image, every row passes `haar_row`'s inside test and rounds in the vector form, so
+    // those per-row checks (8% of the orientation and description of a 1080p frame) are
+    // skipped: the same paths, the same bits. NaN fails every comparison: the checks then stay.
+    let reach = 12.0 * scale * (math::fabsf(si) + math::fabsf(co)) + 2.0;
+    let (half, w, ht) = (
+        (haar_size / 2) as f32,
+        ii.width() as f32,
+        ii.height() as f32,
+    );
+    let known_inside = math::SIMD_UNITS
+        && haar_size >= 2
+        && haar_size % 2 == 0
+        && haar_size / 2 <= MAX_ROW_HALF
+        && x - reach >= half
+        && y - reach >= half
+        && x + reach <= w - half
+        && y + reach <= ht - half
+        && math::fabsf(x) + reach < math::NEAR_LIMIT
+        && math::fabsf(y) + reach < math::NEAR_LIMIT;
     let mut sums = SubregionSums::default();
     let mut row = SampleRow::default();
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
@@ -589,10 +611,15 @@ fn describe_with(
                 row.u[l] = x + (along_l_x[l] + k_x);
                 row.v[l] = y + (along_l_y[l] + k_y);
             }
-            math::round_to_i32_each(&row.u, &mut row.x);
-            math::round_to_i32_each(&row.v, &mut row.y);
+            if known_inside {
+                math::round_to_i32_each_near(&row.u, &mut row.x);
+                math::round_to_i32_each_near(&row.v, &mut row.y);
+            } else {
+                math::round_to_i32_each(&row.u, &mut row.x);
+                math::round_to_i32_each(&row.v, &mut row.y);
+            }
         }
-        haar_row(ii, map, &mut row, haar_size);
+        haar_row(ii, map, &mut row, haar_size, known_inside);
         if upright {
             // Rotated by 0: `-rx * 0 + ry * 1` is `ry` and `rx * 1 + ry * 0` is `rx` (the
             // responses are integers, never `-0.0`, so the signed zeros added vanish).
@@ -697,7 +724,13 @@ const MAX_ROW_HALF: i32 = 2048;
 /// halves are below `2^31`, and converts to the same `f32`), or, with a `map` of size `s`, read
 /// from the map (the same integers). Otherwise sample by sample.
 #[inline(always)]
-fn haar_row(ii: &IntegralImage, map: Option<&HaarMap<'_>>, row: &mut SampleRow, s: i32) {
+fn haar_row(
+    ii: &IntegralImage,
+    map: Option<&HaarMap<'_>>,
+    row: &mut SampleRow,
+    s: i32,
+    known_inside: bool,
+) {
     let SampleRow {
         x: xs,
         y: ys,
@@ -708,20 +741,22 @@ fn haar_row(ii: &IntegralImage, map: Option<&HaarMap<'_>>, row: &mut SampleRow, 
     let (xs, ys) = (&*xs, &*ys);
     let h = s / 2;
     let (w, ht) = (ii.width() as i32, ii.height() as i32);
-    let (mut x_min, mut x_max, mut y_min, mut y_max) = (xs[0], xs[0], ys[0], ys[0]);
-    for (&x, &y) in xs.iter().zip(ys) {
-        x_min = x_min.min(x);
-        x_max = x_max.max(x);
-        y_min = y_min.min(y);
-        y_max = y_max.max(y);
-    }
-    let inside = s >= 2
-        && s % 2 == 0
-        && h <= MAX_ROW_HALF
-        && x_min >= h
-        && y_min >= h
-        && x_max <= w - h
-        && y_max <= ht - h;
+    let inside = known_inside || {
+        let (mut x_min, mut x_max, mut y_min, mut y_max) = (xs[0], xs[0], ys[0], ys[0]);
+        for (&x, &y) in xs.iter().zip(ys) {
+            x_min = x_min.min(x);
+            x_max = x_max.max(x);
+            y_min = y_min.min(y);
+            y_max = y_max.max(y);
+        }
+        s >= 2
+            && s % 2 == 0
+            && h <= MAX_ROW_HALF
+            && x_min >= h
+            && y_min >= h
+            && x_max <= w - h
+            && y_max <= ht - h
+    };
     if !inside {
         for l in 0..24 {
             (hx[l], hy[l]) = haar_xy(ii, ys[l], xs[l], s);

@@ -90,22 +90,34 @@ pub(crate) const SIMD_UNITS: bool = cfg!(any(
 /// way.
 #[inline(always)]
 pub(crate) fn round_to_i32_each<const N: usize>(xs: &[f32; N], out: &mut [i32; N]) {
-    const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
-    const LIMIT: f32 = 4_194_304.0; // 2^22
-    let near = SIMD_UNITS && xs.iter().fold(true, |all, x| all & (fabsf(*x) < LIMIT));
+    let near = SIMD_UNITS
+        && xs
+            .iter()
+            .fold(true, |all, x| all & (fabsf(*x) < NEAR_LIMIT));
     if near {
-        for (o, &x) in out.iter_mut().zip(xs) {
-            let shifted = x + SHIFT;
-            let nearest = (shifted.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
-            let d = x - (shifted - SHIFT);
-            let up = (d == 0.5) & (x > 0.0);
-            let down = (d == -0.5) & (x < 0.0);
-            *o = nearest + i32::from(up) - i32::from(down);
-        }
+        round_to_i32_each_near(xs, out);
     } else {
         for (o, &x) in out.iter_mut().zip(xs) {
             *o = round_to_i32(x);
         }
+    }
+}
+
+/// Below this magnitude (`2^22`) [`round_to_i32_each_near`] rounds like [`round_to_i32`].
+pub(crate) const NEAR_LIMIT: f32 = 4_194_304.0;
+
+/// [`round_to_i32_each`]'s vector rounding, for a caller that knows every `|x| < NEAR_LIMIT`
+/// (then it is [`round_to_i32`] of each element; beyond, or for NaN, it is not).
+#[inline(always)]
+pub(crate) fn round_to_i32_each_near<const N: usize>(xs: &[f32; N], out: &mut [i32; N]) {
+    const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
+    for (o, &x) in out.iter_mut().zip(xs) {
+        let shifted = x + SHIFT;
+        let nearest = (shifted.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
+        let d = x - (shifted - SHIFT);
+        let up = (d == 0.5) & (x > 0.0);
+        let down = (d == -0.5) & (x < 0.0);
+        *o = nearest + i32::from(up) - i32::from(down);
     }
 }
 
