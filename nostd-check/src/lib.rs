@@ -21,8 +21,11 @@ const SCRATCH_WORDS: usize = scratch_capacity(64, 64, Precision::F32, 2);
 
 /// Runs SURF detection and description on a caller's 64x64 image, returning the number of
 /// keypoints (or -1 on error). Exported so that the code is really linked.
+///
+/// # Safety
+/// `pixels` is null or points to 64 * 64 readable bytes.
 #[unsafe(no_mangle)]
-pub extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
+pub unsafe extern "C" fn surfcl_nostd_detect(pixels: *const u8) -> i32 {
     if pixels.is_null() {
         return -1;
     }
