@@ -407,12 +407,14 @@ fn orientation_bins_from_lattice(
     let reach = 8 * i64::from(s);
     let (r, c) = (i64::from(r), i64::from(c));
     let (w, h) = (ii.width() as i64, ii.height() as i64);
-    if s < 1 || r - reach < 0 || c - reach < 0 || r + reach > h || c + reach > w {
-        return false;
-    }
-    // Above this step a half box (`4 s x 2 s` pixels of at most 255) may reach 2^31, and the
-    // `i32` differences below would no longer be exact.
-    if s > MAX_LATTICE_STEP {
+    // Above MAX_LATTICE_STEP a half box (`4 s x 2 s` pixels of at most 255) may reach 2^31,
+    // and the `i32` differences below would no longer be exact.
+    if !(1..=MAX_LATTICE_STEP).contains(&s)
+        || r - reach < 0
+        || c - reach < 0
+        || r + reach > h
+        || c + reach > w
+    {
         return false;
     }
     let t = ii.table();
@@ -433,9 +435,9 @@ fn orientation_bins_from_lattice(
     // `2 s`, so for a fixed `j` its corners are contiguous runs of three lattice rows, and the
     // row's half boxes are vector arithmetic. The same wrapping `u32` sums as [`haar_pair`];
     // each half is below `2^31` here, so its `i32` difference is the `i64` one.
-    let mut haar_x = [[0i32; LATTICE_LANES]; SQUARE];
-    let mut haar_y = [[0i32; LATTICE_LANES]; SQUARE];
-    for (row, (out_x, out_y)) in haar_x.iter_mut().zip(haar_y.iter_mut()).enumerate() {
+    let mut square_x = [[0i32; LATTICE_LANES]; SQUARE];
+    let mut square_y = [[0i32; LATTICE_LANES]; SQUARE];
+    for (row, (out_x, out_y)) in square_x.iter_mut().zip(square_y.iter_mut()).enumerate() {
         let (above, centre, below) = (&lattice[row], &lattice[row + 2], &lattice[row + 4]);
         for k in 0..LATTICE_LANES {
             let [right, left, lower, upper] = half_boxes([
@@ -458,7 +460,7 @@ fn orientation_bins_from_lattice(
     let mut rounded_y = [0f32; ORIENTATION_SAMPLES];
     for (n, &(i, j, _)) in ORIENTATION_GRID.iter().enumerate() {
         let (row, col) = ((j + 6) as usize, (i + 6) as usize);
-        let (hx, hy) = (haar_x[row][col], haar_y[row][col]);
+        let (hx, hy) = (square_x[row][col], square_y[row][col]);
         responses[n] = (hx, hy);
         rounded_x[n] = hx as f32;
         rounded_y[n] = hy as f32;
@@ -573,9 +575,6 @@ fn describe_with(
         (along_l_x[idx], along_l_y[idx]) = (-f * scale * si, f * scale * co);
         along_k[idx] = (f * scale * co, f * scale * si);
     }
-    // (sum dx, sum dy, sum |dx|, sum |dy|) of sub-region (a, b), at [a][b]: the four
-    // sub-regions of one sub-region row side by side, so that one row's nine samples are added
-    // to all four as 4-lane vectors (each lane in its own sample order).
     // Every sample lies within `reach` of `(x, y)` along each axis (`|f| <= 12` sample spacings
     // in the rotated frame: `12 scale (|sin| + |cos|)`, plus 2 for the rounding of the products,
     // the sums and the position). Where that square, widened by the Haar half size, is inside
@@ -589,15 +588,16 @@ fn describe_with(
         ii.height() as f32,
     );
     let known_inside = math::SIMD_UNITS
-        && haar_size >= 2
-        && haar_size % 2 == 0
-        && haar_size / 2 <= MAX_ROW_HALF
+        && row_path_size(haar_size)
         && x - reach >= half
         && y - reach >= half
         && x + reach <= w - half
         && y + reach <= ht - half
         && math::fabsf(x) + reach < math::NEAR_LIMIT
         && math::fabsf(y) + reach < math::NEAR_LIMIT;
+    // (sum dx, sum dy, sum |dx|, sum |dy|) of sub-region (a, b), at [a][b]: the four
+    // sub-regions of one sub-region row side by side, so that one row's nine samples are added
+    // to all four as 4-lane vectors (each lane in its own sample order).
     let mut sums = SubregionSums::default();
     let mut row = SampleRow::default();
     for (kk, &(k_x, k_y)) in along_k.iter().enumerate() {
@@ -749,13 +749,7 @@ fn haar_row(
             y_min = y_min.min(y);
             y_max = y_max.max(y);
         }
-        s >= 2
-            && s % 2 == 0
-            && h <= MAX_ROW_HALF
-            && x_min >= h
-            && y_min >= h
-            && x_max <= w - h
-            && y_max <= ht - h
+        row_path_size(s) && x_min >= h && y_min >= h && x_max <= w - h && y_max <= ht - h
     };
     if !inside {
         for l in 0..24 {
@@ -804,6 +798,13 @@ fn haar_row(
             hy[chunk * ROW_CHUNK + l] = (lower as i32).wrapping_sub(upper as i32) as f32;
         }
     }
+}
+
+/// Whether Haar size `s` can take [`haar_row`]'s table path: even, at least 2, and a half
+/// size of at most [`MAX_ROW_HALF`].
+#[inline(always)]
+fn row_path_size(s: i32) -> bool {
+    s >= 2 && s % 2 == 0 && s / 2 <= MAX_ROW_HALF
 }
 
 /// Samples per chunk of [`haar_row`].

@@ -215,18 +215,22 @@ impl FrameIo {
         events: &mut Events,
     ) -> Result<(), OpenClError> {
         let start = if from == 0 { 0 } else { readback_words(from) };
+        self.read_words(start..readback_words(to), events)?;
+        self.readbacks += 1;
+        Ok(())
+    }
+
+    /// Reads back (blocking) the result words `words` on the detector's queue.
+    fn read_words(
+        &mut self,
+        words: std::ops::Range<usize>,
+        events: &mut Events,
+    ) -> Result<(), OpenClError> {
         let mut ev = Event::empty();
         let queue = self.gpu.queue.clone();
-        self.stage_out.read_back(
-            &self.result,
-            start..readback_words(to),
-            &queue,
-            true,
-            &[],
-            &mut ev,
-        )?;
+        self.stage_out
+            .read_back(&self.result, words, &queue, true, &[], &mut ev)?;
         events.push(("readback", ev));
-        self.readbacks += 1;
         Ok(())
     }
 
@@ -260,17 +264,7 @@ impl FrameIo {
             .flush()
             .map_err(OpenClError::runtime("flush transfer queue"))?;
         if split < to {
-            let mut ev = Event::empty();
-            let queue = self.gpu.queue.clone();
-            self.stage_out.read_back(
-                &self.result,
-                readback_words(split)..readback_words(to),
-                &queue,
-                true,
-                &[],
-                &mut ev,
-            )?;
-            events.push(("readback", ev));
+            self.read_words(readback_words(split)..readback_words(to), events)?;
         }
         // The caller reads the header through `host`, which waits for the first part too.
         self.stage_out.wait()?;
