@@ -6,8 +6,8 @@
 // order of the appends. No host round trip:
 //   sort_runs    sorts runs of RUN_PER_ITEM keys per work-item in local memory (bitonic);
 // then, when the candidate bound spans few runs (the usual frame: two launches in all),
-//   rank_runs    ranks every key by binary searches in the other runs and copies the kept
-//                records to their rank;
+//   rank_runs    ranks every key by binary searches in the other runs (on a GPU, one run per
+//                work-item of a key's lanes) and copies the kept records to their rank;
 // and otherwise a merge sort, O(n log^2 n):
 //   merge_runs   merges pairs of sorted runs of `width`: every key lands at its own position in
 //                its run plus the number of smaller keys in the partner run; the host launches
@@ -93,19 +93,41 @@ inline uint smaller_in(__global const ulong* keys, uint lo, uint hi, ulong key) 
 }
 
 // Few runs (the usual frame): every key's rank is its position in its run plus the smaller
-// keys of every other run; the kept records go straight to their rank. O(n runs log run).
+// keys of every other run; the kept records go straight to their rank. `lanes` work-items
+// (a power of two dividing the work-group) share a key, each searching every lanes-th run, so
+// that on a GPU a key waits on one binary search instead of one per run; their counts are
+// summed in `partial` (one word per work-item). O(n runs log run) in all.
 __kernel void rank_runs(__global const ulong* keys, __global const uint* idx,
                         __global const uint* cand, uint capacity, uint max_keypoints,
-                        __global uint* result, uint run) {
+                        __global uint* result, uint run, uint lanes, __local uint* partial) {
     uint n = candidate_count(result, capacity);
-    uint p = get_global_id(0);
-    if (p >= n) return;
-    ulong mine = keys[p];
-    uint own = p / run * run;
-    uint rank = p - own;
-    for (uint lo = 0u; lo < n && rank < max_keypoints; lo += run)
-        if (lo != own) rank += smaller_in(keys, lo, min(lo + run, n), mine);
-    if (rank < max_keypoints) copy_record(cand, idx[p], result, rank);
+    uint lid = get_local_id(0);
+    uint lane = lid % lanes;
+    uint p = get_group_id(0) * (get_local_size(0) / lanes) + lid / lanes;
+    uint count = 0u;
+    if (p < n) {
+        ulong mine = keys[p];
+        uint own = p / run;
+        uint runs = (n + run - 1u) / run;
+        for (uint r = lane; r < runs; r += lanes) {
+            uint lo = r * run;
+            count += r == own ? p - lo : smaller_in(keys, lo, min(lo + run, n), mine);
+        }
+    }
+    // Every work-item reaches the barriers (groups past the candidates too: PoCL 5 crashed on
+    // an early return of whole groups before this loop of barriers).
+    partial[lid] = count;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = lanes / 2u; step > 0u; step >>= 1) {
+        if (lane < step) partial[lid] += partial[lid + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint rank = partial[lid - lane];
+    if (p < n && rank < max_keypoints) {
+        __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
+        __global const uint* src = cand + (size_t)idx[p] * KP_WORDS;
+        for (uint k = lane; k < KP_WORDS; k += lanes) dst[k] = src[k];
+    }
 }
 
 __kernel void merge_runs(__global const ulong* keys_in, __global const uint* idx_in,

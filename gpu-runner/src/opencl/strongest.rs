@@ -5,7 +5,8 @@
 //! Runs of candidates are sorted in local memory first. A frame whose candidate bound, or the
 //! last frame's count, spans at most [`RANK_RUNS_MAX`] runs (the usual frame) is then done in one
 //! more launch: every key's rank is found by binary searches in the other runs (correct for any
-//! count; slow only for a frame with far more candidates than the last). Others are merge-sorted:
+//! count; slow only for a frame with far more candidates than the last), on a GPU each search
+//! by its own work-item ([`SelectLayout`]). Others are merge-sorted:
 //! `log2(bound / run)` passes, each a binary search per key, `O(n log^2 n)` in all. Everything
 //! runs on the device: the launches follow the frame's candidate bound, which the host knows, and
 //! the count itself is read on the device. Keys are unique, so the order is the core's `Keypoint::rank_cmp` order
@@ -21,10 +22,48 @@ use super::gpu::Gpu;
 
 const SELECT_CL: &str = include_str!("../../kernels/select.cl");
 
-/// Keys each work-item of `sort_runs` sorts (a run is this many times the work-group size).
-const RUN_PER_ITEM: usize = 4;
 /// The most runs `rank_runs` searches (above that, the merge passes cost less).
 pub(crate) const RANK_RUNS_MAX: usize = 32;
+
+/// How the selection's work is spread over work-items; every layout gives the same result.
+///
+/// On a GPU the selection of a 1080p frame (6000-9000 candidates) waits on latency: few
+/// work-groups sort few runs, and each key's rank is a chain of dependent loads, one binary
+/// search per other run. There, runs of 512 keys (2 per work-item) are sorted by twice as many
+/// work-groups as runs of 1024, and 32 work-items share a key, each searching other runs: on an
+/// H200, `sort_runs` 0.017 -> 0.010 ms and `rank_runs` 0.013-0.018 -> 0.008-0.011 ms
+/// (docs/BENCHMARKS.md). On a CPU device (PoCL) work-items are iterations of one thread's loop,
+/// so lanes only add barriers and partial sums (`rank_runs` 0.65 -> 2.5 ms at 1080p): one lane
+/// per key and runs of 1024 there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SelectLayout {
+    /// Keys each work-item of `sort_runs` sorts (a power of two; a run is this many times the
+    /// sort's work-group size).
+    pub run_per_item: usize,
+    /// Work-items of `rank_runs` per key (a power of two).
+    pub rank_lanes: usize,
+}
+
+impl SelectLayout {
+    /// The layout for an OpenCL device of `kind` ("GPU", "CPU", ... as in `DeviceInfo::kind`).
+    pub(crate) fn for_kind(kind: &str) -> Self {
+        #[cfg(test)]
+        if let Some(forced) = tests::FORCED_LAYOUT.with(std::cell::Cell::get) {
+            return forced;
+        }
+        if kind == "CPU" {
+            Self {
+                run_per_item: 4,
+                rank_lanes: 1,
+            }
+        } else {
+            Self {
+                run_per_item: 2,
+                rank_lanes: 32,
+            }
+        }
+    }
+}
 
 /// The selection kernels of one detector, over its candidate buffers and result.
 #[derive(Debug)]
@@ -35,8 +74,14 @@ pub(crate) struct StrongestN {
     merge_to_a: Kernel,
     scatter: Kernel,
     buffers: MergeBuffers,
-    /// Work-items of the sort (a power of two); a run is `RUN_PER_ITEM` times as many keys.
+    /// Work-items of the sort (a power of two); a run is `run_per_item` times as many keys.
     sort_items: usize,
+    /// Keys per work-item of the sort.
+    run_per_item: usize,
+    /// Work-group size of `rank_runs`, a multiple of `rank_lanes`.
+    rank_items: usize,
+    /// Work-items of `rank_runs` per key.
+    rank_lanes: usize,
     /// Work-group size of the merge and scatter kernels (one work-item per key or record).
     items: usize,
     max_keypoints: usize,
@@ -76,20 +121,22 @@ impl StrongestN {
         capacity: usize,
         wanted: Option<usize>,
     ) -> Result<Self, OpenClError> {
-        let program = gpu.program("select.cl", SELECT_CL, &[("RUN_PER_ITEM", RUN_PER_ITEM)])?;
+        let layout = SelectLayout::for_kind(&gpu.selected.info.kind);
+        let run_per_item = layout.run_per_item;
+        let program = gpu.program("select.cl", SELECT_CL, &[("RUN_PER_ITEM", run_per_item)])?;
         let buffers = MergeBuffers::new(gpu, capacity)?;
         let cap = capacity as u32;
         // Local keys and indices (3 words each) per work-item; the bitonic network wants a power
         // of two.
-        let mut items = pow2_floor(gpu.fit_local(wanted.unwrap_or(256).max(1), 3 * RUN_PER_ITEM));
+        let mut items = pow2_floor(gpu.fit_local(wanted.unwrap_or(256).max(1), 3 * run_per_item));
         let build_sort = |items: usize| {
             gpu.kernel(&program, "sort_runs")
                 .arg(keys)
                 .arg(&buffers.idx_a)
                 .arg(cap)
                 .arg(&io.result)
-                .arg_local::<u64>(items * RUN_PER_ITEM)
-                .arg_local::<u32>(items * RUN_PER_ITEM)
+                .arg_local::<u64>(items * run_per_item)
+                .arg_local::<u32>(items * run_per_item)
                 .build()
                 .map_err(OpenClError::runtime("kernel sort_runs"))
         };
@@ -99,6 +146,8 @@ impl StrongestN {
             items = pow2_floor(allowed);
             sort = build_sort(items)?;
         }
+        // A key's lanes and its group of keys (8 on a GPU) share one work-group.
+        let wanted_rank = (8 * layout.rank_lanes).max(64);
         let rank = gpu
             .kernel(&program, "rank_runs")
             .arg(keys)
@@ -107,8 +156,14 @@ impl StrongestN {
             .arg(cap)
             .arg(io.max_keypoints as u32)
             .arg(&io.result)
-            .arg((items * RUN_PER_ITEM) as u32)
+            .arg((items * run_per_item) as u32)
+            .arg(layout.rank_lanes as u32)
+            .arg_local::<u32>(wanted_rank)
             .build()
+            .map_err(OpenClError::runtime("kernel rank_runs"))?;
+        let rank_items = pow2_floor(gpu.local_size(&rank, wanted_rank));
+        let rank_lanes = layout.rank_lanes.min(rank_items);
+        rank.set_arg(7, rank_lanes as u32)
             .map_err(OpenClError::runtime("kernel rank_runs"))?;
         let merge = |from: (&Buffer<u64>, &Buffer<u32>), to: (&Buffer<u64>, &Buffer<u32>)| {
             gpu.kernel(&program, "merge_runs")
@@ -143,6 +198,9 @@ impl StrongestN {
             scatter,
             buffers,
             sort_items: items,
+            run_per_item,
+            rank_items,
+            rank_lanes,
             max_keypoints: io.max_keypoints,
         })
     }
@@ -199,7 +257,7 @@ impl StrongestN {
             events.push(("select", ev));
             Ok::<(), OpenClError>(())
         };
-        let run = self.sort_items * RUN_PER_ITEM;
+        let run = self.sort_items * self.run_per_item;
         run_kernel(
             &self.sort,
             bound.div_ceil(run) * self.sort_items,
@@ -207,7 +265,12 @@ impl StrongestN {
         )?;
         let few_runs = |n: usize| n <= RANK_RUNS_MAX * run;
         if few_runs(bound) || expected.is_some_and(few_runs) {
-            return run_kernel(&self.rank, bound, self.items);
+            let keys_per_group = self.rank_items / self.rank_lanes;
+            return run_kernel(
+                &self.rank,
+                bound.div_ceil(keys_per_group) * self.rank_items,
+                self.rank_items,
+            );
         }
         let mut width = run;
         let mut sorted_in_a = true;
@@ -242,5 +305,103 @@ fn pow2_floor(n: usize) -> usize {
         1
     } else {
         1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::SelectLayout;
+    use crate::opencl::{Pipeline, PipelineConfig};
+    use std::cell::Cell;
+    use surfcl_core::integral::integral_len;
+    use surfcl_core::surf::{self, SurfConfig};
+    use surfcl_core::{GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
+
+    std::thread_local! {
+        /// A layout that pipelines made on this thread use whatever their device, so that a
+        /// CPU device (CI's PoCL) runs the GPU's layout too.
+        pub(crate) static FORCED_LAYOUT: Cell<Option<SelectLayout>> = const { Cell::new(None) };
+    }
+
+    /// Every layout keeps the core's keypoints in the core's order: the GPU's (512-key runs,
+    /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
+    /// lanes), with work-group sizes that make 5 to 69 runs (the merge sort above 32), capped
+    /// and uncapped. Fails
+    /// (rather than passing vacuously) without an OpenCL device.
+    #[test]
+    fn every_select_layout_keeps_the_cores_keypoints() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
+        let boat =
+            crate::io::load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (w, h) = (boat.width, boat.height);
+        let image = GrayImage::new(&boat.pixels, w, h).unwrap();
+        // Upright: the reference is detection alone (orientation is compared elsewhere).
+        let surf = SurfConfig {
+            upright: true,
+            ..SurfConfig::default()
+        };
+        let mut table = vec![0u32; integral_len(w, h).unwrap()];
+        let ii = IntegralImage::compute(&image, &mut table).unwrap();
+        let mut scratch = vec![0u32; surf::scratch_len(&surf, w, h).unwrap()];
+        let mut storage = vec![Keypoint::default(); 20_000];
+        let mut sink = KeypointBuffer::new(&mut storage);
+        let stats = surf::detect(&ii, &surf, &mut scratch, &mut sink).unwrap();
+        sink.sort();
+        let all = sink.points();
+        assert!(all.len() > 2000, "{} keypoints", all.len());
+
+        let layouts = [(2, 32), (4, 1), (1, 4)];
+        for (run_per_item, rank_lanes) in layouts {
+            let layout = SelectLayout {
+                run_per_item,
+                rank_lanes,
+            };
+            FORCED_LAYOUT.with(|f| f.set(Some(layout)));
+            for local_size in [None, Some(64), Some(32)] {
+                for max_keypoints in [500, all.len()] {
+                    let mut gpu = Pipeline::open(
+                        None,
+                        PipelineConfig {
+                            max_width: w,
+                            max_height: h,
+                            surf,
+                            max_keypoints,
+                            local_size,
+                        },
+                    )
+                    .unwrap_or_else(|e| {
+                        panic!("this test needs an OpenCL device (CI: pocl-opencl-icd): {e}")
+                    });
+                    // Twice: the second frame picks its way by the first one's count.
+                    for frame in 0..2 {
+                        let out = gpu.detect(&image).unwrap();
+                        let what = format!(
+                            "{layout:?}, local size {local_size:?}, {max_keypoints} kept, \
+                             frame {frame}"
+                        );
+                        let wrong: Vec<usize> = (0..max_keypoints.min(out.keypoints.len()))
+                            .filter(|&i| out.keypoints[i] != all[i])
+                            .take(8)
+                            .collect();
+                        assert!(
+                            wrong.is_empty() && out.keypoints.len() == max_keypoints,
+                            "{what}: {} kept; records {wrong:?} wrong, the first of them is \
+                             the core's keypoint {:?}",
+                            out.keypoints.len(),
+                            wrong
+                                .first()
+                                .map(|&i| all.iter().position(|k| *k == out.keypoints[i]))
+                        );
+                        assert_eq!(
+                            out.dropped,
+                            stats.dropped + all.len() - max_keypoints,
+                            "{what}"
+                        );
+                    }
+                }
+            }
+        }
+        FORCED_LAYOUT.with(|f| f.set(None));
     }
 }
