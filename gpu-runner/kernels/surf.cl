@@ -417,38 +417,42 @@ inline float response_at(__global const uint* ii, int w, int h, int r, int c, in
     return convert_float_rte(det) * norm;
 }
 
-// Geometry of the octaves of one frame. Octave o has a (w / step) x (h / step) grid; its
-// samples start at `offset[o]` in the per-sample buffers (all octaves back to back).
+// Where sample `gid` lies in the octaves of one frame. Octave o has a (w / step) x (h / step)
+// grid; its samples start at `offset` in the per-sample buffers (all octaves back to back).
 typedef struct {
-    int gw[MAX_OCTAVES];
-    int gh[MAX_OCTAVES];
-    int step[MAX_OCTAVES];
-    int offset[MAX_OCTAVES + 1];
-} octaves_t;
+    int oc;
+    int gw;
+    int gh;
+    int step;
+    int offset;
+} octave_site_t;
 
-inline octaves_t octave_layout(int w, int h, int octaves, int step0) {
-    octaves_t o;
-    int off = 0;
-    // Every work-item of the Hessian and NMS kernels computes this: two divisions, then shifts
-    // (w / (step0 2^k) = (w / step0) >> k for w >= 0, step0 >= 1), instead of two divisions
-    // by a run-time value per octave.
+// Every work-item of the Hessian and NMS kernels computes this, so it is kept in registers: a
+// walk over the octaves with constant bounds (unrolled), no array indexed by the octave (an
+// array of the layout was placed in each work-item's stack by NVIDIA's compiler, 104 bytes
+// written and read back per work-item). Two divisions, then shifts (w / (step0 2^k) =
+// (w / step0) >> k for w >= 0, step0 >= 1). The octave is the first whose samples end past
+// `gid` (empty octaves end where they start, so they are never picked); `oc` is -1 past the
+// last sample.
+inline octave_site_t octave_of(int w, int h, int octaves, int step0, int gid) {
+    octave_site_t s = {-1, 0, 0, 0, 0};
     int gw0 = w / step0, gh0 = h / step0;
+    int off = 0;
+#pragma unroll
     for (int k = 0; k < MAX_OCTAVES; ++k) {
-        int step = step0 << k;
-        o.step[k] = step;
-        o.gw[k] = k < octaves ? gw0 >> k : 0;
-        o.gh[k] = k < octaves ? gh0 >> k : 0;
-        o.offset[k] = off;
-        off += o.gw[k] * o.gh[k];
+        int gw = k < octaves ? gw0 >> k : 0;
+        int gh = k < octaves ? gh0 >> k : 0;
+        int end = off + gw * gh;
+        if (s.oc < 0 && gid < end) {
+            s.oc = k;
+            s.gw = gw;
+            s.gh = gh;
+            s.step = step0 << k;
+            s.offset = off;
+        }
+        off = end;
     }
-    o.offset[MAX_OCTAVES] = off;
-    return o;
-}
-
-inline int find_octave(const octaves_t* o, int gid) {
-    int k = 0;
-    while (k + 1 < MAX_OCTAVES && gid >= o->offset[k + 1]) ++k;
-    return k;
+    return s;
 }
 
 // Number of codes k in 1..=127 with response >= table[k] (table ascending): a binary search
@@ -469,14 +473,14 @@ inline uint packed_code(float r, __global const float* table) {
 __kernel void hessian_f32(__global const uint* ii, int w, int h, int octaves, int step0,
                           __global const float* norms, __global float* resp) {
     int gid = get_global_id(0);
-    octaves_t o = octave_layout(w, h, octaves, step0);
-    if (gid >= o.offset[MAX_OCTAVES]) return;
-    int oc = find_octave(&o, gid);
-    int local_id = gid - o.offset[oc];
-    int gw = o.gw[oc], gh = o.gh[oc];
+    octave_site_t o = octave_of(w, h, octaves, step0, gid);
+    if (o.oc < 0) return;
+    int oc = o.oc;
+    int local_id = gid - o.offset;
+    int gw = o.gw, gh = o.gh;
     int sy = local_id / gw, sx = local_id - sy * gw;
-    int r = sy * o.step[oc], c = sx * o.step[oc];
-    size_t base = 4 * (size_t)o.offset[oc] + (size_t)local_id;
+    int r = sy * o.step, c = sx * o.step;
+    size_t base = 4 * (size_t)o.offset + (size_t)local_id;
     for (int i = 0; i < 4; ++i) {
         int trace;
         float v = response_at(ii, w, h, r, c, filter_size(oc, i), norms[oc * 4 + i], &trace);
@@ -490,13 +494,13 @@ __kernel void hessian_packed(__global const uint* ii, int w, int h, int octaves,
                              __global const float* norms, __global const float* table,
                              __global uint* packed) {
     int gid = get_global_id(0);
-    octaves_t o = octave_layout(w, h, octaves, step0);
-    if (gid >= o.offset[MAX_OCTAVES]) return;
-    int oc = find_octave(&o, gid);
-    int local_id = gid - o.offset[oc];
-    int gw = o.gw[oc];
+    octave_site_t o = octave_of(w, h, octaves, step0, gid);
+    if (o.oc < 0) return;
+    int oc = o.oc;
+    int local_id = gid - o.offset;
+    int gw = o.gw;
     int sy = local_id / gw, sx = local_id - sy * gw;
-    int r = sy * o.step[oc], c = sx * o.step[oc];
+    int r = sy * o.step, c = sx * o.step;
     uint word = 0u;
     for (int i = 0; i < 4; ++i) {
         int trace;
@@ -599,16 +603,16 @@ __kernel void nms_f32(__global const uint* ii, int w, int h, int octaves, int st
                       float threshold, __global const float* resp, __global uint* cand,
                       __global ulong* keys, uint capacity, __global uint* result) {
     int gid = get_global_id(0);
-    octaves_t o = octave_layout(w, h, octaves, step0);
-    if (gid >= 2 * o.offset[MAX_OCTAVES]) return;
     int sample = gid >> 1;
     int interval = 1 + (gid & 1);
-    int oc = find_octave(&o, sample);
-    int local_id = sample - o.offset[oc];
-    int gw = o.gw[oc], gh = o.gh[oc], step = o.step[oc];
+    octave_site_t o = octave_of(w, h, octaves, step0, sample);
+    if (o.oc < 0) return;
+    int oc = o.oc;
+    int local_id = sample - o.offset;
+    int gw = o.gw, gh = o.gh, step = o.step;
     int sy = local_id / gw, sx = local_id - sy * gw;
     if (outside_border(oc, interval, sx, sy, gw, gh, step)) return;
-    __global const float* base = resp + 4 * (size_t)o.offset[oc];
+    __global const float* base = resp + 4 * (size_t)o.offset;
     size_t plane = (size_t)(gw * gh);
     float centre = base[(size_t)interval * plane + (size_t)local_id];
     if (!(centre >= threshold)) return;
@@ -639,16 +643,16 @@ __kernel void nms_packed(__global const uint* ii, int w, int h, int octaves, int
                          __global const uint* packed, __global uint* cand,
                          __global ulong* keys, uint capacity, __global uint* result) {
     int gid = get_global_id(0);
-    octaves_t o = octave_layout(w, h, octaves, step0);
-    if (gid >= 2 * o.offset[MAX_OCTAVES]) return;
     int sample = gid >> 1;
     int interval = 1 + (gid & 1);
-    int oc = find_octave(&o, sample);
-    int local_id = sample - o.offset[oc];
-    int gw = o.gw[oc], gh = o.gh[oc], step = o.step[oc];
+    octave_site_t o = octave_of(w, h, octaves, step0, sample);
+    if (o.oc < 0) return;
+    int oc = o.oc;
+    int local_id = sample - o.offset;
+    int gw = o.gw, gh = o.gh, step = o.step;
     int sy = local_id / gw, sx = local_id - sy * gw;
     if (outside_border(oc, interval, sx, sy, gw, gh, step)) return;
-    int base = o.offset[oc];
+    int base = o.offset;
     uint code = packed_at(packed, sample, interval);
     if (code == 0u) return;
     for (int dy = -1; dy <= 1; ++dy)

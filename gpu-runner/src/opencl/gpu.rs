@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ocl::builders::KernelBuilder;
 use ocl::enums::{
     DeviceInfo as ClDeviceInfo, DeviceInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult,
-    ProfilingInfo,
+    ProfilingInfo, ProgramInfo, ProgramInfoResult,
 };
 use ocl::flags::{CommandQueueProperties, DeviceFpConfig, MemFlags};
 use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
@@ -135,12 +135,16 @@ impl Gpu {
         let _guard = SETUP_LOCK
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Program::builder()
+        let program = Program::builder()
             .src(src)
             .devices(self.selected.device)
             .cmplr_opt(options)
             .build(&self.context)
-            .map_err(|e| build_error(e.to_string()))
+            .map_err(|e| build_error(e.to_string()))?;
+        if let Some(dir) = std::env::var_os(DUMP_PROGRAMS_ENV) {
+            dump_binaries(&program, std::path::Path::new(&dir), file);
+        }
+        Ok(program)
     }
 
     /// A builder for kernel `name` of `program` on this device's queue.
@@ -296,4 +300,22 @@ fn stage_timings(
         }
     }
     Ok(timings)
+}
+
+/// Environment variable naming a folder where every program built is also written as the
+/// device's binary (`<file>.<n>.bin`; PTX text on NVIDIA's OpenCL), for the compiler's own
+/// report: `ptxas -arch=sm_90 -v` gives each kernel's registers and stack frame
+/// (`scripts/device/ptxas-report.sh`). A development aid: nothing reads the files.
+pub(crate) const DUMP_PROGRAMS_ENV: &str = "SURFCL_DUMP_PROGRAMS";
+
+/// Writes `program`'s device binaries into `dir` (see [`DUMP_PROGRAMS_ENV`]). Failures are
+/// ignored: the dump is a diagnostic and must not change what a pipeline does.
+fn dump_binaries(program: &Program, dir: &std::path::Path, file: &str) {
+    if let Ok(ProgramInfoResult::Binaries(binaries)) = program.info(ProgramInfo::Binaries) {
+        for (n, binary) in binaries.iter().enumerate() {
+            // NVIDIA's PTX ends with NUL bytes, which ptxas refuses.
+            let end = binary.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            let _ = std::fs::write(dir.join(format!("{file}.{n}.bin")), &binary[..end]);
+        }
+    }
 }
