@@ -1113,10 +1113,7 @@ mod tests {
     /// passing vacuously) without an OpenCL device.
     #[test]
     fn split_readbacks_match_the_core() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
-        let boat =
-            crate::io::load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let boat = crate::opencl::test_images::boat();
         let (w, h) = (boat.width, boat.height);
         let image = GrayImage::new(&boat.pixels, w, h).unwrap();
         let surf = SurfConfig::default();

@@ -29,6 +29,17 @@ mod record;
 mod stream;
 mod strongest;
 
+/// Test images of the repository's data folder, for the unit tests that run kernels.
+#[cfg(test)]
+pub(crate) mod test_images {
+    /// Oxford boat img1 (850x680), the frame the unit tests compare GPU and core on.
+    pub(crate) fn boat() -> crate::io::OwnedGray {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
+        crate::io::load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
 pub use backend::OpenClBackend;
 pub use frame::{DetectOutput, Detector, DetectorConfig, PinnedFrame};
 pub use gpu::{profiling, set_profiling};

@@ -326,14 +326,10 @@ pub(crate) mod tests {
     /// Every layout keeps the core's keypoints in the core's order: the GPU's (512-key runs,
     /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
     /// lanes), with work-group sizes that make 5 to 69 runs (the merge sort above 32), capped
-    /// and uncapped. Fails
-    /// (rather than passing vacuously) without an OpenCL device.
+    /// and uncapped. Fails (rather than passing vacuously) without an OpenCL device.
     #[test]
     fn every_select_layout_keeps_the_cores_keypoints() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
-        let boat =
-            crate::io::load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let boat = crate::opencl::test_images::boat();
         let (w, h) = (boat.width, boat.height);
         let image = GrayImage::new(&boat.pixels, w, h).unwrap();
         // Upright: the reference is detection alone (orientation is compared elsewhere).
