@@ -16,7 +16,8 @@
 //   scatter_kept copies the records of the first min(n, max_keypoints) sorted candidates to
 //                the result, strongest first.
 // n, the candidate count, is read on the device from the result header; work-items past it
-// leave at once. The layout names come from the host as -D options (record.rs).
+// leave at once (in rank_runs they still pass its barriers). The layout names come from the
+// host as -D options (record.rs).
 #pragma OPENCL FP_CONTRACT OFF
 
 inline uint candidate_count(__global const uint* result, uint capacity) {
@@ -109,7 +110,9 @@ __kernel void rank_runs(__global const ulong* keys, __global const uint* idx,
         ulong mine = keys[p];
         uint own = p / run;
         uint runs = (n + run - 1u) / run;
-        for (uint r = lane; r < runs; r += lanes) {
+        // A lane stops once its own count reaches max_keypoints: the key's total does too, so
+        // it is not kept whatever the other lanes find (kept keys search every run).
+        for (uint r = lane; r < runs && count < max_keypoints; r += lanes) {
             uint lo = r * run;
             count += r == own ? p - lo : smaller_in(keys, lo, min(lo + run, n), mine);
         }

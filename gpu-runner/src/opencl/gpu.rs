@@ -303,7 +303,9 @@ fn stage_timings(
 }
 
 /// Environment variable naming a folder where every program built is also written as the
-/// device's binary (`<file>.<n>.bin`; PTX text on NVIDIA's OpenCL), for the compiler's own
+/// device's binary (`<build>-<file>.<n>.bin`, `build` counting the process's builds, since a
+/// file is built once per pipeline and with different options; PTX text on NVIDIA's OpenCL),
+/// for the compiler's own
 /// report: `ptxas -arch=sm_90 -v` gives each kernel's registers and stack frame
 /// (`scripts/device/ptxas-report.sh`). A development aid: nothing reads the files.
 pub(crate) const DUMP_PROGRAMS_ENV: &str = "SURFCL_DUMP_PROGRAMS";
@@ -311,11 +313,14 @@ pub(crate) const DUMP_PROGRAMS_ENV: &str = "SURFCL_DUMP_PROGRAMS";
 /// Writes `program`'s device binaries into `dir` (see [`DUMP_PROGRAMS_ENV`]). Failures are
 /// ignored: the dump is a diagnostic and must not change what a pipeline does.
 fn dump_binaries(program: &Program, dir: &std::path::Path, file: &str) {
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let build = BUILDS.fetch_add(1, Ordering::Relaxed);
     if let Ok(ProgramInfoResult::Binaries(binaries)) = program.info(ProgramInfo::Binaries) {
         for (n, binary) in binaries.iter().enumerate() {
             // NVIDIA's PTX ends with NUL bytes, which ptxas refuses.
             let end = binary.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-            let _ = std::fs::write(dir.join(format!("{file}.{n}.bin")), &binary[..end]);
+            let name = format!("{build:03}-{file}.{n}.bin");
+            let _ = std::fs::write(dir.join(name), &binary[..end]);
         }
     }
 }

@@ -45,7 +45,10 @@ pub(crate) struct SelectLayout {
 }
 
 impl SelectLayout {
-    /// The layout for an OpenCL device of `kind` ("GPU", "CPU", ... as in `DeviceInfo::kind`).
+    /// The layout for an OpenCL device of `kind` ("GPU", "CPU", ... as in `DeviceInfo::kind`):
+    /// CPU devices the CPU's, every other kind (GPUs, accelerators) the GPU's. With runs of 512
+    /// the GPU ranks frames of up to 16384 candidates by `rank_runs` ([`RANK_RUNS_MAX`] runs)
+    /// and merge-sorts larger ones.
     pub(crate) fn for_kind(kind: &str) -> Self {
         #[cfg(test)]
         if let Some(forced) = tests::FORCED_LAYOUT.with(std::cell::Cell::get) {
@@ -122,7 +125,8 @@ impl StrongestN {
         wanted: Option<usize>,
     ) -> Result<Self, OpenClError> {
         let layout = SelectLayout::for_kind(&gpu.selected.info.kind);
-        let run_per_item = layout.run_per_item;
+        // Both must be powers of two (the bitonic runs, the lanes' tree sum).
+        let run_per_item = pow2_floor(layout.run_per_item);
         let program = gpu.program("select.cl", SELECT_CL, &[("RUN_PER_ITEM", run_per_item)])?;
         let buffers = MergeBuffers::new(gpu, capacity)?;
         let cap = capacity as u32;
@@ -146,8 +150,10 @@ impl StrongestN {
             items = pow2_floor(allowed);
             sort = build_sort(items)?;
         }
-        // A key's lanes and its group of keys (8 on a GPU) share one work-group.
-        let wanted_rank = (8 * layout.rank_lanes).max(64);
+        // A key's lanes and its group of keys (8 on a GPU) share one work-group (its size does
+        // not follow `wanted`, which sizes the sort).
+        let lanes = pow2_floor(layout.rank_lanes);
+        let wanted_rank = (8 * lanes).max(64);
         let rank = gpu
             .kernel(&program, "rank_runs")
             .arg(keys)
@@ -157,12 +163,12 @@ impl StrongestN {
             .arg(io.max_keypoints as u32)
             .arg(&io.result)
             .arg((items * run_per_item) as u32)
-            .arg(layout.rank_lanes as u32)
+            .arg(lanes as u32)
             .arg_local::<u32>(wanted_rank)
             .build()
             .map_err(OpenClError::runtime("kernel rank_runs"))?;
         let rank_items = pow2_floor(gpu.local_size(&rank, wanted_rank));
-        let rank_lanes = layout.rank_lanes.min(rank_items);
+        let rank_lanes = lanes.min(rank_items);
         rank.set_arg(7, rank_lanes as u32)
             .map_err(OpenClError::runtime("kernel rank_runs"))?;
         let merge = |from: (&Buffer<u64>, &Buffer<u32>), to: (&Buffer<u64>, &Buffer<u32>)| {
@@ -265,6 +271,8 @@ impl StrongestN {
         )?;
         let few_runs = |n: usize| n <= RANK_RUNS_MAX * run;
         if few_runs(bound) || expected.is_some_and(few_runs) {
+            #[cfg(test)]
+            tests::RANK_FRAMES.with(|n| n.set(n.get() + 1));
             let keys_per_group = self.rank_items / self.rank_lanes;
             return run_kernel(
                 &self.rank,
@@ -272,6 +280,8 @@ impl StrongestN {
                 self.rank_items,
             );
         }
+        #[cfg(test)]
+        tests::MERGE_FRAMES.with(|n| n.set(n.get() + 1));
         let mut width = run;
         let mut sorted_in_a = true;
         while width < bound {
@@ -321,12 +331,32 @@ pub(crate) mod tests {
         /// A layout that pipelines made on this thread use whatever their device, so that a
         /// CPU device (CI's PoCL) runs the GPU's layout too.
         pub(crate) static FORCED_LAYOUT: Cell<Option<SelectLayout>> = const { Cell::new(None) };
+        /// Frames this thread ranked by `rank_runs` and merge-sorted, so that a test can
+        /// check that it ran both ways.
+        pub(crate) static RANK_FRAMES: Cell<usize> = const { Cell::new(0) };
+        pub(crate) static MERGE_FRAMES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Forces a layout on this thread until dropped (also when the test fails).
+    struct Forced;
+
+    impl Forced {
+        fn layout(layout: SelectLayout) -> Self {
+            FORCED_LAYOUT.with(|f| f.set(Some(layout)));
+            Forced
+        }
+    }
+
+    impl Drop for Forced {
+        fn drop(&mut self) {
+            FORCED_LAYOUT.with(|f| f.set(None));
+        }
     }
 
     /// Every layout keeps the core's keypoints in the core's order: the GPU's (512-key runs,
     /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
-    /// lanes), with work-group sizes that make 5 to 69 runs (the merge sort above 32), capped
-    /// and uncapped. Fails (rather than passing vacuously) without an OpenCL device.
+    /// lanes), with work-group sizes that make from 5 to about 140 runs (the merge sort above
+    /// 32; the test checks that both ways ran), capped and uncapped. Fails (rather than passing vacuously) without an OpenCL device.
     #[test]
     fn every_select_layout_keeps_the_cores_keypoints() {
         let boat = crate::opencl::test_images::boat();
@@ -353,7 +383,9 @@ pub(crate) mod tests {
                 run_per_item,
                 rank_lanes,
             };
-            FORCED_LAYOUT.with(|f| f.set(Some(layout)));
+            let _forced = Forced::layout(layout);
+            let ways = |n: &'static std::thread::LocalKey<Cell<usize>>| n.with(Cell::get);
+            let (rank_before, merge_before) = (ways(&RANK_FRAMES), ways(&MERGE_FRAMES));
             for local_size in [None, Some(64), Some(32)] {
                 for max_keypoints in [500, all.len()] {
                     let mut gpu = Pipeline::open(
@@ -397,7 +429,10 @@ pub(crate) mod tests {
                     }
                 }
             }
+            assert!(
+                ways(&RANK_FRAMES) > rank_before && ways(&MERGE_FRAMES) > merge_before,
+                "{layout:?}: both ways of ranking must run"
+            );
         }
-        FORCED_LAYOUT.with(|f| f.set(None));
     }
 }
