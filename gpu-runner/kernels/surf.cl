@@ -757,98 +757,110 @@ inline uint kept_count(__global const uint* result, uint capacity, uint max_keyp
     return min(min(result[H_CANDIDATES], capacity), max_keypoints);
 }
 
-// One work-group per keypoint (groups loop over keypoints). `ori_table[k]` = (i, j, G, -) of
-// the 109 samples in OpenSURF's order, G the integer Gaussian weight in units of 2^-16 (the
-// core's ORIENTATION_GRID, exact in a float).
+// The orientation's scratch, in local memory shared with the descriptor's samples (a union:
+// the orientation is done before the samples are written), so that describing an oriented
+// keypoint needs no more local memory than an upright one (16 KB boards).
+typedef struct {
+    long wx[ORI_SAMPLES];
+    long wy[ORI_SAMPLES];
+    int bin[ORI_SAMPLES];
+    long part_x[ORI_BINS * ORI_PARTS];
+    long part_y[ORI_BINS * ORI_PARTS];
+    float2 window_sum[ORI_BINS];
+    float window_len[ORI_BINS];
+    float angle;
+} orientation_scratch_t;
+
+// The orientation of the keypoint at `rec`, computed by the whole work-group (every work-item
+// returns it). `ori_table[k]` = (i, j, G, -) of the 109 samples in OpenSURF's order, G the
+// integer Gaussian weight in units of 2^-16 (the core's ORIENTATION_GRID, exact in a float).
 //
 // docs/ARCHITECTURE.md, orientation: each sample's weighted integer responses go to the bin of
 // its angle (42 bins), a window is 7 consecutive bins, the orientation is the angle of the
 // longest window sum. The sums are exact 64-bit integers, so the work-items may add in any
 // order: one per (bin, part of the samples), then one per window adds its 7 x 3 partial sums.
-__kernel void orientation(__global const uint* ii, int w, int h, uint capacity,
-                          uint max_keypoints, __global const float4* ori_table,
-                          __global uint* result) {
-    __local long wx[ORI_SAMPLES];
-    __local long wy[ORI_SAMPLES];
-    __local int bin[ORI_SAMPLES];
-    __local long part_x[ORI_BINS * ORI_PARTS];
-    __local long part_y[ORI_BINS * ORI_PARTS];
-    __local float2 window_sum[ORI_BINS];
-    __local float window_len[ORI_BINS];
-    uint n = kept_count(result, capacity, max_keypoints);
+inline float orient_keypoint(__global const uint* ii, int w, int h,
+                             __global const float4* ori_table, __global const uint* rec,
+                             __local orientation_scratch_t* o) {
     uint lid = get_local_id(0), lsz = get_local_size(0);
-    for (uint kp = get_group_id(0); kp < n; kp += get_num_groups(0)) {
-        __global uint* rec = result + HEADER_WORDS + (size_t)kp * RECORD_WORDS;
-        float x = as_float(rec[KP_X]), y = as_float(rec[KP_Y]), scale = as_float(rec[KP_SCALE]);
-        int s = (int)round(scale);
-        int r = (int)round(y), c = (int)round(x);
-        for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
-            float4 t = ori_table[k];
-            int i = (int)t.x, j = (int)t.y;
-            long g = (long)t.z;
-            long2 hv = haar_pair_even(ii, w, h, r + j * s, c + i * s, 4 * s);
-            wx[k] = g * hv.x;
-            wy[k] = g * hv.y;
-            // A (0, 0) response has angle 0 here (bin 0) and adds nothing wherever it lands.
-            float a = get_angle(convert_float_rte(hv.x), convert_float_rte(hv.y));
-            bin[k] = clamp((int)(a * ORI_BIN_SCALE), 0, ORI_BINS - 1);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint task = lid; task < ORI_BINS * ORI_PARTS; task += lsz) {
-            int b = (int)(task / ORI_PARTS), part = (int)(task - (uint)b * ORI_PARTS);
-            int first = part * ORI_PART_SAMPLES;
-            int last = min(first + ORI_PART_SAMPLES, ORI_SAMPLES);
-            long sx = 0, sy = 0;
-            for (int k = first; k < last; ++k) {
-                bool inside = bin[k] == b;
-                sx += inside ? wx[k] : 0;
-                sy += inside ? wy[k] : 0;
-            }
-            part_x[task] = sx;
-            part_y[task] = sy;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint k = lid; k < ORI_BINS; k += lsz) {
-            long sx = 0, sy = 0;
-            for (uint d = 0; d < ORI_WINDOW_BINS; ++d) {
-                uint b = k + d < ORI_BINS ? k + d : k + d - ORI_BINS;
-                for (uint part = 0; part < ORI_PARTS; ++part) {
-                    sx += part_x[b * ORI_PARTS + part];
-                    sy += part_y[b * ORI_PARTS + part];
-                }
-            }
-            float fx = convert_float_rte(sx), fy = convert_float_rte(sy);
-            window_sum[k] = (float2)(fx, fy);
-            window_len[k] = fx * fx + fy * fy;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            // The first window of largest length (none when every length is 0), then its
-            // angle: one atan2.
-            float best = 0.0f;
-            int winner = -1;
-            for (int k = 0; k < ORI_BINS; ++k) {
-                if (window_len[k] > best) {
-                    best = window_len[k];
-                    winner = k;
-                }
-            }
-            float orientation =
-                winner < 0 ? 0.0f : get_angle(window_sum[winner].x, window_sum[winner].y);
-            rec[KP_ORIENTATION] = as_uint(orientation);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+    float x = as_float(rec[KP_X]), y = as_float(rec[KP_Y]), scale = as_float(rec[KP_SCALE]);
+    int s = (int)round(scale);
+    int r = (int)round(y), c = (int)round(x);
+    for (uint k = lid; k < ORI_SAMPLES; k += lsz) {
+        float4 t = ori_table[k];
+        int i = (int)t.x, j = (int)t.y;
+        long g = (long)t.z;
+        long2 hv = haar_pair_even(ii, w, h, r + j * s, c + i * s, 4 * s);
+        o->wx[k] = g * hv.x;
+        o->wy[k] = g * hv.y;
+        // A (0, 0) response has angle 0 here (bin 0) and adds nothing wherever it lands.
+        float a = get_angle(convert_float_rte(hv.x), convert_float_rte(hv.y));
+        o->bin[k] = clamp((int)(a * ORI_BIN_SCALE), 0, ORI_BINS - 1);
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint task = lid; task < ORI_BINS * ORI_PARTS; task += lsz) {
+        int b = (int)(task / ORI_PARTS), part = (int)(task - (uint)b * ORI_PARTS);
+        int first = part * ORI_PART_SAMPLES;
+        int last = min(first + ORI_PART_SAMPLES, ORI_SAMPLES);
+        long sx = 0, sy = 0;
+        for (int k = first; k < last; ++k) {
+            bool inside = o->bin[k] == b;
+            sx += inside ? o->wx[k] : 0;
+            sy += inside ? o->wy[k] : 0;
+        }
+        o->part_x[task] = sx;
+        o->part_y[task] = sy;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint k = lid; k < ORI_BINS; k += lsz) {
+        long sx = 0, sy = 0;
+        for (uint d = 0; d < ORI_WINDOW_BINS; ++d) {
+            uint b = k + d < ORI_BINS ? k + d : k + d - ORI_BINS;
+            for (uint part = 0; part < ORI_PARTS; ++part) {
+                sx += o->part_x[b * ORI_PARTS + part];
+                sy += o->part_y[b * ORI_PARTS + part];
+            }
+        }
+        float fx = convert_float_rte(sx), fy = convert_float_rte(sy);
+        o->window_sum[k] = (float2)(fx, fy);
+        o->window_len[k] = fx * fx + fy * fy;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        // The first window of largest length (none when every length is 0), then its angle:
+        // one atan2.
+        float best = 0.0f;
+        int winner = -1;
+        for (int k = 0; k < ORI_BINS; ++k) {
+            if (o->window_len[k] > best) {
+                best = o->window_len[k];
+                winner = k;
+            }
+        }
+        o->angle = winner < 0 ? 0.0f : get_angle(o->window_sum[winner].x, o->window_sum[winner].y);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float angle = o->angle;
+    // Every work-item has read it before the scratch is reused for the descriptor's samples.
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return angle;
 }
 
 #define DESC_SAMPLES 1296
 
-// One work-group per keypoint: the 16 x 81 rotated, weighted Haar responses go to local
-// memory (10.4 KB), then 16 work-items sum one sub-region each in OpenSURF's order.
+// One work-group per keypoint: unless upright, the keypoint's orientation first (stored in its
+// record); then the 16 x 81 rotated, weighted Haar responses go to local memory (10.4 KB), then
+// 16 work-items sum one sub-region each in OpenSURF's order. One launch for both: the
+// orientation, a launch of its own before, cost its launch and a pass over the records
+// (docs/BENCHMARKS.md).
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                          uint max_keypoints, int upright, __global uint* result, uint first,
-                         uint end) {
-    __local float2 rr[DESC_SAMPLES];
+                         uint end, __global const float4* ori_table) {
+    __local union {
+        float2 rr[DESC_SAMPLES];
+        orientation_scratch_t orientation;
+    } scratch;
+    __local float2* rr = scratch.rr;
     __local float sub[DESC_LEN];
     __local float sub_len[16];
     __local float inv_len;
@@ -872,7 +884,8 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         int yi = (int)round(as_float(rec[KP_Y]));
         float co = 1.0f, si = 0.0f;
         if (!upright) {
-            float ori = as_float(rec[KP_ORIENTATION]);
+            float ori = orient_keypoint(ii, w, h, ori_table, rec, &scratch.orientation);
+            if (get_local_id(0) == 0) rec[KP_ORIENTATION] = as_uint(ori);
             float2 sc = surf_sincos(ori);
             si = sc.x;
             co = sc.y;

@@ -67,7 +67,7 @@ fn profiling_switch_changes_timings_not_results() {
         "upload",
         "hessian_f32",
         "select",
-        "orientation",
+        // Its orientation too: one kernel describes an oriented keypoint.
         "descriptor",
     ] {
         assert!(

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use ocl::flags::MemFlags;
 use ocl::{Buffer, Event, Kernel, Program, Queue};
+use surfcl_core::describe::ORIENTATION_GRID;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use super::OpenClError;
@@ -1020,8 +1021,23 @@ pub(crate) const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
 /// steps instead of 11).
 pub(crate) const DESCRIPTOR_WORK_ITEMS: usize = 256;
 
+/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's integer
+/// Gaussian weights in units of `2^-16` (exact in `f32`; its compile-time `expf`, the same bits
+/// as at run time: `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per
+/// sample.
+fn orientation_table() -> Vec<f32> {
+    ORIENTATION_GRID
+        .iter()
+        .flat_map(|&(i, j, weight)| [f32::from(i), f32::from(j), weight, 0.0])
+        .collect()
+}
+
+/// Device bytes of the orientation table each descriptor kernel reads.
+pub(crate) const ORIENTATION_TABLE_BYTES: usize = 16 * ORIENTATION_GRID.len();
+
 /// surf.cl's `descriptor` kernel over a detector's integral image and result records, after
-/// checking that the device has the local memory it needs.
+/// checking that the device has the local memory it needs. Unless `upright`, it computes each
+/// keypoint's orientation first (from the orientation table it is given here).
 pub(crate) fn descriptor_kernel(
     gpu: &Gpu,
     program: &Program,
@@ -1036,6 +1052,7 @@ pub(crate) fn descriptor_kernel(
             "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
         )));
     }
+    let table = gpu.constant("orientation table", &orientation_table())?;
     gpu.kernel(program, "descriptor")
         .arg(integral)
         .arg(io.max_width as i32)
@@ -1046,6 +1063,7 @@ pub(crate) fn descriptor_kernel(
         .arg(&io.result)
         .arg(0u32)
         .arg(u32::MAX)
+        .arg(&table)
         .build()
         .map_err(OpenClError::runtime("kernel descriptor"))
 }

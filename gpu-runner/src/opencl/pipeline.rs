@@ -18,7 +18,8 @@
 //! 4. `sort_runs`, `merge_runs`, `scatter_kept` (`strongest.rs`, shared with Harris): the
 //!    candidates sorted by their 64-bit `Keypoint::rank_cmp` keys in `O(n log^2 n)`, the
 //!    strongest `max_keypoints` copied to the result in that order;
-//! 5. `orientation` (unless upright) and `descriptor`: one work-group per keypoint.
+//! 5. `descriptor`: one work-group per keypoint, its orientation first (unless upright), then
+//!    its descriptor.
 //!
 //! Candidates per frame are at most `sum over octaves of ceil(gw/2) * ceil(gh/2)`: two strict
 //! 3x3x3 maxima of one octave can never be neighbours (each would have to exceed the other), so
@@ -32,14 +33,14 @@ use ocl::builders::KernelBuilder;
 use ocl::flags::MemFlags;
 use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
-use surfcl_core::describe::ORIENTATION_GRID;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
 use super::OpenClError;
 use super::enqueue::launch_after;
 use super::frame::{
     DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, enqueue_descriptor, run_frame,
+    INTEGRAL_DEFINES, IntegralKernels, Launch, ORIENTATION_TABLE_BYTES, descriptor_kernel,
+    enqueue_descriptor, run_frame,
 };
 use super::gpu::Gpu;
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
@@ -99,23 +100,11 @@ impl Grids {
     }
 }
 
-/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's integer
-/// Gaussian weights in units of `2^-16` (exact in `f32`; its compile-time `expf`, the same bits
-/// as at run time: `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per
-/// sample.
-fn orientation_table() -> Vec<f32> {
-    ORIENTATION_GRID
-        .iter()
-        .flat_map(|&(i, j, weight)| [f32::from(i), f32::from(j), weight, 0.0])
-        .collect()
-}
-
 /// Local work sizes chosen per kernel.
 #[derive(Debug, Clone, Copy)]
 struct LocalSizes {
     hessian: usize,
     nms: usize,
-    orientation: usize,
     descriptor: usize,
 }
 
@@ -135,7 +124,6 @@ pub struct Pipeline {
     k_integral: IntegralKernels,
     k_hessian: Kernel,
     k_nms: Kernel,
-    k_orientation: Kernel,
     k_descriptor: Kernel,
     memory: Vec<(&'static str, u64)>,
 }
@@ -177,8 +165,6 @@ impl Pipeline {
         let mut table_host = [0f32; 128];
         table_host[1..].copy_from_slice(PackedCodeTable::new(surf.threshold).as_slice());
         let table = gpu.constant("code table", &table_host)?;
-        let ori_host = orientation_table();
-        let ori = gpu.constant("orientation table", &ori_host)?;
         let cand = gpu.buffer::<u32>("candidates", cand_capacity * KP_WORDS, rw)?;
         let keys = gpu.buffer::<u64>("candidate keys", cand_capacity, rw)?;
 
@@ -189,7 +175,6 @@ impl Pipeline {
         let octaves = i32::from(surf.octaves);
         let step0 = i32::from(surf.init_sample_step);
         let cap = cand_capacity as u32;
-        let nk = n as u32;
         let result = &io.result;
         let k_integral = IntegralKernels::new(&gpu, &program, &io, &integral, config.local_size)?;
         // Both Hessian and NMS kernels start with the integral image, the frame size and the
@@ -240,21 +225,11 @@ impl Pipeline {
         let defaults = config.local_size.is_none();
         let wanted = config.local_size.unwrap_or(64).max(1);
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
-        let k_orientation = build("orientation")
-            .arg(&integral)
-            .arg(w0)
-            .arg(h0)
-            .arg(cap)
-            .arg(nk)
-            .arg(&ori)
-            .arg(result)
-            .build()
-            .map_err(err("kernel orientation"))?;
         let k_descriptor =
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
-        // Per-keypoint kernels: 128 work-items for the 109 orientation samples (64 and 128 were
-        // as fast on an H100, 256 slower), `DESCRIPTOR_WORK_ITEMS` for the descriptor's 1296,
-        // unless the caller fixed a size.
+        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (a
+        // sweep of 32-1024 found none faster on an H100), `DESCRIPTOR_WORK_ITEMS` per keypoint
+        // for its orientation's 109 samples and then its descriptor's 1296.
         let per_kp = if defaults { 128 } else { wanted };
         let per_descriptor = if defaults {
             DESCRIPTOR_WORK_ITEMS
@@ -264,7 +239,6 @@ impl Pipeline {
         let local = LocalSizes {
             hessian: gpu.local_size(&k_hessian, per_kp),
             nms: gpu.local_size(&k_nms, per_kp),
-            orientation: gpu.local_size(&k_orientation, per_kp),
             descriptor: gpu.local_size(&k_descriptor, per_descriptor),
         };
         // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
@@ -287,7 +261,10 @@ impl Pipeline {
                     4 * grids.total as u64
                 },
             ),
-            ("tables", (4 * 24 + 4 * 128 + 4 * ori_host.len()) as u64),
+            (
+                "tables",
+                (4 * 24 + 4 * 128 + ORIENTATION_TABLE_BYTES) as u64,
+            ),
             (CANDIDATE_MEMORY, (CANDIDATE_BYTES * cand_capacity) as u64),
             ("keypoints + descriptors", 4 * io.result.len() as u64),
         ];
@@ -307,7 +284,6 @@ impl Pipeline {
             k_integral,
             k_hessian,
             k_nms,
-            k_orientation,
             k_descriptor,
             memory,
         })
@@ -348,12 +324,7 @@ impl Pipeline {
     fn set_frame_args(&self, image: &Buffer<u8>, w: i32, h: i32) -> Result<(), OpenClError> {
         self.k_integral.set_frame(image, w, h)?;
         // Argument positions of the frame width and height in each kernel (surf.cl).
-        for k in [
-            &self.k_hessian,
-            &self.k_nms,
-            &self.k_orientation,
-            &self.k_descriptor,
-        ] {
+        for k in [&self.k_hessian, &self.k_nms, &self.k_descriptor] {
             k.set_arg(1, w)
                 .and_then(|_| k.set_arg(2, h))
                 .map_err(OpenClError::runtime("set kernel arguments"))?;
@@ -394,7 +365,6 @@ impl Pipeline {
             .set_arg(nms_at, &cand)
             .and_then(|_| self.k_nms.set_arg(nms_at + 1, &keys))
             .and_then(|_| self.k_nms.set_arg(nms_at + 2, c))
-            .and_then(|_| self.k_orientation.set_arg(3, c))
             .and_then(|_| self.k_descriptor.set_arg(3, c))
             .map_err(OpenClError::runtime("set kernel arguments"))?;
         self.select.point_at(gpu, &cand, &keys, cap)?;
@@ -487,16 +457,6 @@ impl DetectorKernels for Pipeline {
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
         let expected = self.io.last_candidates;
         self.select.enqueue(cand_bound, expected, events)?;
-        if !surf.upright {
-            let items = self.groups * l.orientation;
-            launch(
-                events,
-                "orientation",
-                &self.k_orientation,
-                items,
-                l.orientation,
-            )?;
-        }
         self.io.split_done = enqueue_descriptor(
             &self.k_descriptor,
             self.groups,
