@@ -356,7 +356,8 @@ pub(crate) mod tests {
     /// Every layout keeps the core's keypoints in the core's order: the GPU's (512-key runs,
     /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
     /// lanes), with work-group sizes that make from 5 to about 140 runs (the merge sort above
-    /// 32; the test checks that both ways ran), capped and uncapped. Fails (rather than passing vacuously) without an OpenCL device.
+    /// 32; the test checks that both ways ran), capped and uncapped, and after a frame without
+    /// candidates (ranked by searches across up to 140 runs, several per lane). Fails (rather than passing vacuously) without an OpenCL device.
     #[test]
     fn every_select_layout_keeps_the_cores_keypoints() {
         let boat = crate::opencl::test_images::boat();
@@ -401,8 +402,15 @@ pub(crate) mod tests {
                     .unwrap_or_else(|e| {
                         panic!("this test needs an OpenCL device (CI: pocl-opencl-icd): {e}")
                     });
-                    // Twice: the second frame picks its way by the first one's count.
-                    for frame in 0..2 {
+                    // Twice: the second frame picks its way by the first one's count. Then
+                    // after a frame without candidates, which makes the next frame rank by
+                    // binary searches however many runs it has (every lane searching several).
+                    for frame in 0..3 {
+                        if frame == 2 {
+                            let blank = vec![40u8; w * h];
+                            let calm = gpu.detect(&GrayImage::new(&blank, w, h).unwrap());
+                            assert_eq!(calm.unwrap().candidates, 0);
+                        }
                         let out = gpu.detect(&image).unwrap();
                         let what = format!(
                             "{layout:?}, local size {local_size:?}, {max_keypoints} kept, \
