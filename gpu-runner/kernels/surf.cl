@@ -846,21 +846,26 @@ inline float orient_keypoint(__global const uint* ii, int w, int h,
     return angle;
 }
 
-#define DESC_SAMPLES 1296
+// The descriptor's 16 sub-regions of 9 x 9 samples overlap (a step of 5): they sample a grid
+// of 24 x 24 positions, k and l in -12..=11 spacings from the centre.
+#define DESC_GRID 24
+#define DESC_GRID_SAMPLES (DESC_GRID * DESC_GRID)
 
 // One work-group per keypoint: unless upright, the keypoint's orientation first (stored in its
-// record); then the 16 x 81 rotated, weighted Haar responses go to local memory (10.4 KB), then
-// 16 work-items sum one sub-region each in OpenSURF's order. One launch for both: the
+// record); then the rotated Haar responses at the 576 grid positions go to local memory (4.6
+// KB), then 16 work-items sum one sub-region each in OpenSURF's order, weighting each sample
+// as they go. Each position is sampled once (sub-regions sampling their 1296 positions apart
+// read the table 2.25 times as often). One launch for both orientation and descriptor: the
 // orientation, a launch of its own before, cost its launch and a pass over the records
 // (docs/BENCHMARKS.md).
 __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
                          uint max_keypoints, int upright, __global uint* result, uint first,
                          uint end, __global const float4* ori_table) {
     __local union {
-        float2 rr[DESC_SAMPLES];
+        float2 grid[DESC_GRID_SAMPLES];
         orientation_scratch_t orientation;
     } scratch;
-    __local float2* rr = scratch.rr;
+    __local float2* grid = scratch.grid;
     __local float sub[DESC_LEN];
     __local float sub_len[16];
     __local float inv_len;
@@ -892,32 +897,35 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         }
         int haar = 2 * (int)round(scale);
         float x = (float)xi, y = (float)yi;
-        for (uint t = lid; t < DESC_SAMPLES; t += lsz) {
-            int region = t / 81, idx = t - region * 81;
-            int ib = region / 4, jb = region - ib * 4;
-            int p = idx / 9, q = idx - p * 9;
-            int k = -12 + 5 * ib + p, l = -12 + 5 * jb + q;
+        for (uint t = lid; t < DESC_GRID_SAMPLES; t += lsz) {
+            int gk = t / DESC_GRID, gl = t - gk * DESC_GRID;
+            int k = gk - 12, l = gl - 12;
             int sample_x = (int)round(x + (-(float)l * scale * si + (float)k * scale * co));
             int sample_y = (int)round(y + ((float)l * scale * co + (float)k * scale * si));
-            // The weight of ARCHITECTURE.md: one product of the 1-D factors (the CPU's
-            // SAMPLE_WEIGHTS); the Gaussian's constant factor cancels in the unit vector.
-            float g = sample_weight[p] * sample_weight[q];
             // `haar` = 2 * round(scale) is even.
             float2 hv = haar_xy_even(ii, w, h, sample_y, sample_x, haar);
             float vx = hv.x, vy = hv.y;
-            rr[t] = (float2)(g * (-vx * si + vy * co), g * (vx * co + vy * si));
+            grid[t] = (float2)(-vx * si + vy * co, vx * co + vy * si);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint region = lid; region < 16; region += lsz) {
-            float dx = 0.0f, dy = 0.0f, mdx = 0.0f, mdy = 0.0f;
-            for (int t = 0; t < 81; ++t) {
-                float2 v = rr[region * 81 + t];
-                dx += v.x;
-                dy += v.y;
-                mdx += fabs(v.x);
-                mdy += fabs(v.y);
-            }
             int ib = region / 4, jb = region - ib * 4;
+            float dx = 0.0f, dy = 0.0f, mdx = 0.0f, mdy = 0.0f;
+            // Samples in OpenSURF's order (p over k, then q over l), each weighted as the CPU
+            // weights it: one product of the 1-D factors (its SAMPLE_WEIGHTS; the Gaussian's
+            // constant factor cancels in the unit vector), times the rotated response.
+            for (int p = 0; p < 9; ++p) {
+                __local const float2* row = grid + (5 * ib + p) * DESC_GRID + 5 * jb;
+                for (int q = 0; q < 9; ++q) {
+                    float g = sample_weight[p] * sample_weight[q];
+                    float2 r = row[q];
+                    float2 v = (float2)(g * r.x, g * r.y);
+                    dx += v.x;
+                    dy += v.y;
+                    mdx += fabs(v.x);
+                    mdy += fabs(v.y);
+                }
+            }
             float gx = (float)ib + 0.5f - 2.0f, gy = (float)jb + 0.5f - 2.0f;
             float g2 = surf_exp(-(gx * gx + gy * gy) / (2.0f * 1.5f * 1.5f));
             sub[region * 4 + 0] = dx * g2;

@@ -1011,14 +1011,16 @@ impl IntegralKernels {
     }
 }
 
-/// Local memory of surf.cl's `descriptor` kernel: 1296 float2 + 81 floats (10.6 KB, which fits
-/// the 16 KB of ION-class boards).
-pub(crate) const DESCRIPTOR_LOCAL: u64 = 1296 * 8 + 81 * 4;
+/// Local memory of surf.cl's `descriptor` kernel (5072 bytes, as ptxas reports it): the larger
+/// of the 24 x 24 sample grid (576 float2) and the orientation's scratch (4712 bytes), which
+/// share it, plus the sub-region sums, lengths and weights (90 floats). Well within the 16 KB of
+/// ION-class boards.
+pub(crate) const DESCRIPTOR_LOCAL: u64 = 4712 + 90 * 4;
 
 /// Work-items per keypoint of surf.cl's `descriptor` kernel (fewer where the device or kernel
 /// allows fewer). Measured on an H100 (2026-11-25, docs/BENCHMARKS.md), 4096 keypoints at
-/// 1920x1080: 64 work-items 0.166 ms, 128 0.104, 256 0.067, 512 0.066 (its 1296 samples take 6
-/// steps instead of 11).
+/// 1920x1080: 64 work-items 0.166 ms, 128 0.104, 256 0.067, 512 0.066 (then 1296 samples per
+/// keypoint: 6 steps instead of 11; now 576, 3 steps).
 pub(crate) const DESCRIPTOR_WORK_ITEMS: usize = 256;
 
 /// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's integer

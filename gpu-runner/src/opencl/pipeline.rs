@@ -229,7 +229,7 @@ impl Pipeline {
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
         // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (a
         // sweep of 32-1024 found none faster on an H100), `DESCRIPTOR_WORK_ITEMS` per keypoint
-        // for its orientation's 109 samples and then its descriptor's 1296.
+        // for its orientation's 109 samples and then its descriptor's 576.
         let per_kp = if defaults { 128 } else { wanted };
         let per_descriptor = if defaults {
             DESCRIPTOR_WORK_ITEMS
