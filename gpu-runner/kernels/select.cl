@@ -29,11 +29,13 @@ inline bool before(ulong ka, uint ia, ulong kb, uint ib) {
     return ka < kb || (ka == kb && ia < ib);
 }
 
-// Copies candidate i's record to the result's record `rank`.
-inline void copy_record(__global const uint* cand, uint i, __global uint* result, uint rank) {
+// Copies words first, first + stride, ... of candidate i's record to the result's record
+// `rank` (stride 1: the whole record; several work-items may share a record's words).
+inline void copy_record(__global const uint* cand, uint i, __global uint* result, uint rank,
+                        uint first, uint stride) {
     __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
     __global const uint* src = cand + (size_t)i * KP_WORDS;
-    for (int k = 0; k < KP_WORDS; ++k) dst[k] = src[k];
+    for (uint k = first; k < KP_WORDS; k += stride) dst[k] = src[k];
 }
 
 // Sorts keys[base .. base + run) (the part below n) in place, run = RUN_PER_ITEM keys per
@@ -126,11 +128,7 @@ __kernel void rank_runs(__global const ulong* keys, __global const uint* idx,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     uint rank = partial[lid - lane];
-    if (p < n && rank < max_keypoints) {
-        __global uint* dst = result + HEADER_WORDS + (size_t)rank * RECORD_WORDS;
-        __global const uint* src = cand + (size_t)idx[p] * KP_WORDS;
-        for (uint k = lane; k < KP_WORDS; k += lanes) dst[k] = src[k];
-    }
+    if (p < n && rank < max_keypoints) copy_record(cand, idx[p], result, rank, lane, lanes);
 }
 
 __kernel void merge_runs(__global const ulong* keys_in, __global const uint* idx_in,
@@ -155,5 +153,5 @@ __kernel void scatter_kept(__global const uint* cand, __global const uint* idx, 
                            uint max_keypoints, __global uint* result) {
     uint r = get_global_id(0);
     if (r >= min(candidate_count(result, capacity), max_keypoints)) return;
-    copy_record(cand, idx[r], result, r);
+    copy_record(cand, idx[r], result, r, 0u, 1u);
 }

@@ -890,7 +890,7 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
         float co = 1.0f, si = 0.0f;
         if (!upright) {
             float ori = orient_keypoint(ii, w, h, ori_table, rec, &scratch.orientation);
-            if (get_local_id(0) == 0) rec[KP_ORIENTATION] = as_uint(ori);
+            if (lid == 0) rec[KP_ORIENTATION] = as_uint(ori);
             float2 sc = surf_sincos(ori);
             si = sc.x;
             co = sc.y;

@@ -305,9 +305,8 @@ fn stage_timings(
 /// Environment variable naming a folder where every program built is also written as the
 /// device's binary (`<build>-<file>.<n>.bin`, `build` counting the process's builds, since a
 /// file is built once per pipeline and with different options; PTX text on NVIDIA's OpenCL),
-/// for the compiler's own
-/// report: `ptxas -arch=sm_90 -v` gives each kernel's registers and stack frame
-/// (`scripts/device/ptxas-report.sh`). A development aid: nothing reads the files.
+/// for the compiler's own report: `ptxas -arch=sm_90 -v` gives each kernel's registers and
+/// stack frame (`scripts/device/ptxas-report.sh`). A development aid: nothing reads the files.
 pub(crate) const DUMP_PROGRAMS_ENV: &str = "SURFCL_DUMP_PROGRAMS";
 
 /// Writes `program`'s device binaries into `dir` (see [`DUMP_PROGRAMS_ENV`]). Failures are

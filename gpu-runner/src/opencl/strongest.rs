@@ -357,7 +357,8 @@ pub(crate) mod tests {
     /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
     /// lanes), with work-group sizes that make from 5 to about 140 runs (the merge sort above
     /// 32; the test checks that both ways ran), capped and uncapped, and after a frame without
-    /// candidates (ranked by searches across up to 140 runs, several per lane). Fails (rather than passing vacuously) without an OpenCL device.
+    /// candidates (ranked by searches across up to 140 runs, several per lane). Fails (rather
+    /// than passing vacuously) without an OpenCL device.
     #[test]
     fn every_select_layout_keeps_the_cores_keypoints() {
         let boat = crate::opencl::test_images::boat();
