@@ -62,6 +62,20 @@ impl Cdr {
         self.align(4);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// `values` as little-endian `f32`s (the caller aligned the buffer). On a little-endian
+    /// host their bytes already are that: one block copy, where zero-filling the megabyte of
+    /// 4096 descriptors and then writing each value was two passes over it.
+    fn f32s(&mut self, values: &[f32]) {
+        if cfg!(target_endian = "little") {
+            self.buf.extend_from_slice(bytemuck::cast_slice(values));
+        } else {
+            let start = self.buf.len();
+            self.buf.resize(start + values.len() * 4, 0);
+            for (dst, v) in self.buf[start..].chunks_exact_mut(4).zip(values) {
+                dst.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
     /// A sequence length; sequences longer than `u32::MAX` cannot exist in CDR (and cannot be
     /// built from a frame within the core's limits).
     fn len(&mut self, n: usize) {
@@ -132,11 +146,7 @@ fn encode_keypoint_parts<K>(
         w.buf.truncate(start + n * 24 - 3);
     }
     w.len(descriptors.len());
-    let start = w.buf.len();
-    w.buf.resize(start + descriptors.len() * 4, 0);
-    for (dst, v) in w.buf[start..].chunks_exact_mut(4).zip(descriptors) {
-        dst.copy_from_slice(&v.to_le_bytes());
-    }
+    w.f32s(descriptors);
     w.len(q7_len);
     match q7 {
         Q7Source::Values(v) => w.buf.extend(v.iter().map(|&v| v as u8)),
