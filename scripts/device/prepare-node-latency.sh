@@ -2,7 +2,8 @@
 # Fills .device-ros/ (git-ignored) with what the lent GPU machine needs to measure the ROS node:
 # the release latency/soak test binary (stripped), two boat images and the run scripts. Then,
 # with the device tool: carry [".device-ros"], command `OUT=$OUT sh .device-ros/run.sh "1920x1080 opencl" ...`
-# (see scripts/device/node-latency.sh and docs/BENCHMARKS.md, "ROS 2 node latency").
+# (see scripts/device/node-latency.sh and docs/BENCHMARKS.md, "ROS 2 node latency"), or
+# `OUT=$OUT sh .device-ros/diag.sh`: the pipeline alone beside the node on the same host.
 #
 # A/B of two builds (scripts/device/node-latency-ab.sh, copied as .device-ros/ab.sh):
 #   OLD=<commit> [NEW=<commit>] scripts/device/prepare-node-latency.sh
@@ -53,4 +54,8 @@ fi
 cp data/oxford-boat/img1.pgm data/oxford-boat/img2.pgm .device-ros/data/oxford-boat/
 cp scripts/device/node-latency.sh .device-ros/run.sh
 cp scripts/device/node-latency-ab.sh .device-ros/ab.sh
+cp scripts/device/node-latency-diag.sh .device-ros/diag.sh
+# The pipeline alone, for diag.sh: this checkout's `surfcl`.
+(CARGO_TARGET_DIR=$target cargo build --release -p surfcl-gpu --bin surfcl 2>/dev/null) &&
+  strip -o .device-ros/surfcl "$target/release/surfcl"
 echo "ready: .device-ros ($(du -sh .device-ros | cut -f1))"
