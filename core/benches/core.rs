@@ -103,7 +103,8 @@ fn bench(c: &mut Criterion) {
         })
     });
     // The response maps of every octave, from table reads (the MCU path) and from column sums
-    // (the std backend's path, `fill_octave_rows_with_columns`): same bits, same run.
+    // (the std backend's path, `OctaveFill::fill_rows` with a column scratch): same bits, same
+    // run.
     let ii = IntegralImage::compute(&image, &mut table).unwrap();
     let mut columns = vec![0u32; surf::column_scratch_len(w)];
     for with_columns in [false, true] {
@@ -115,22 +116,12 @@ fn bench(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 for octave in 0..u32::from(config.octaves) {
-                    let step = usize::from(config.init_sample_step) << octave;
-                    let (gw, gh) = (w / step, h / step);
+                    let fill = surf::OctaveFill::new(&ii, &config, octave).unwrap();
+                    let (gw, gh) = fill.grid();
                     let maps = &mut scratch[..gw * gh * 4];
-                    if with_columns {
-                        surf::fill_octave_rows_with_columns(
-                            &ii,
-                            &config,
-                            octave,
-                            0..gh,
-                            maps,
-                            &mut columns,
-                        )
+                    let columns: &mut [u32] = if with_columns { &mut columns } else { &mut [] };
+                    fill.fill_rows::<surf::PortableBoxSums>(0..gh, maps, columns)
                         .unwrap();
-                    } else {
-                        surf::fill_octave_rows(&ii, &config, octave, 0..gh, maps).unwrap();
-                    }
                 }
                 black_box(scratch[0])
             })

@@ -41,10 +41,13 @@
 use core::f32::consts::PI;
 use core::fmt;
 
+use crate::haar::{haar_pair, half_boxes};
 use crate::haar_map::HaarMap;
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, Descriptor, DescriptorQ7, Keypoint};
 use crate::math;
+
+pub use crate::haar::{haar_x, haar_y};
 
 /// Why [`describe_all`] was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,93 +73,6 @@ impl fmt::Display for DescribeError {
 }
 
 impl core::error::Error for DescribeError {}
-
-/// Haar wavelet in x of (even or odd) size `s` at `(row, col)`: right half minus left half,
-/// `box(row - s/2, col, s, s/2) - box(row - s/2, col - s/2, s, s/2)` (integer, clipped boxes).
-#[inline]
-pub fn haar_x(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
-    let h = s / 2;
-    i64::from(ii.box_sum(row - h, col, s, h)) - i64::from(ii.box_sum(row - h, col - h, s, h))
-}
-
-/// Haar wavelet in y of size `s` at `(row, col)`: lower half minus upper half,
-/// `box(row, col - s/2, s/2, s) - box(row - s/2, col - s/2, s/2, s)`.
-#[inline]
-pub fn haar_y(ii: &IntegralImage, row: i32, col: i32, s: i32) -> i64 {
-    let h = s / 2;
-    i64::from(ii.box_sum(row, col - h, h, s)) - i64::from(ii.box_sum(row - h, col - h, h, s))
-}
-
-/// Both Haar wavelets of size `s` at `(row, col)`, exactly [`haar_x`] and [`haar_y`]: for an
-/// even size from the 9 table corners the two share, with their rows and columns clamped to
-/// the table as [`IntegralImage::box_sum`] clamps each box's (a no-op inside the image; an
-/// empty clamped box gives 0 either way, its wrapping corner sums cancelling); an odd size
-/// through the clipped box sums.
-#[inline(always)]
-pub(crate) fn haar_pair(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (i64, i64) {
-    if s < 2 || s % 2 != 0 {
-        return (haar_x(ii, row, col, s), haar_y(ii, row, col, s));
-    }
-    let h = s / 2;
-    let (w, ht) = (ii.width() as i32, ii.height() as i32);
-    let t = ii.table();
-    let stride = w as usize + 1;
-    let inside = row >= h && col >= h && row <= ht - h && col <= w - h;
-    // Table offsets of rows `row - h, row, row + h` and columns `col - h, col, col + h`; the
-    // clamping is skipped for the usual sample, inside (measured: 3% of description).
-    let ((r0, rc, r1), (c0, cc, c1)) = if inside {
-        let (r, c, h) = (row as usize * stride, col as usize, h as usize);
-        ((r - h * stride, r, r + h * stride), (c - h, c, c + h))
-    } else {
-        let clamp_row = |r: i32| r.clamp(0, ht) as usize * stride;
-        let clamp_col = |c: i32| c.clamp(0, w) as usize;
-        (
-            (
-                clamp_row(row.saturating_sub(h)),
-                clamp_row(row),
-                clamp_row(row.saturating_add(h)),
-            ),
-            (
-                clamp_col(col.saturating_sub(h)),
-                clamp_col(col),
-                clamp_col(col.saturating_add(h)),
-            ),
-        )
-    };
-    haar_from_corners([
-        t[r0 + c0],
-        t[r0 + cc],
-        t[r0 + c1],
-        t[rc + c0],
-        t[rc + c1],
-        t[r1 + c0],
-        t[r1 + cc],
-        t[r1 + c1],
-    ])
-}
-
-/// `(right - left, lower - upper)` of [`half_boxes`], in `i64` as [`haar_x`] and [`haar_y`].
-#[inline(always)]
-fn haar_from_corners(corners: [u32; 8]) -> (i64, i64) {
-    let [right, left, lower, upper] = half_boxes(corners);
-    (
-        i64::from(right) - i64::from(left),
-        i64::from(lower) - i64::from(upper),
-    )
-}
-
-/// The four half boxes of a Haar pair from its nine table corners (rows `r0, row, r1` by columns
-/// `c0, col, c1`, the centre unused), in wrapping `u32` as [`IntegralImage::box_sum`]: right,
-/// left, lower and upper half.
-#[inline(always)]
-pub(crate) fn half_boxes([a, b, c, d, f, g, m, i]: [u32; 8]) -> [u32; 4] {
-    [
-        i.wrapping_sub(c).wrapping_sub(m).wrapping_add(b),
-        m.wrapping_sub(b).wrapping_sub(g).wrapping_add(a),
-        i.wrapping_sub(f).wrapping_sub(g).wrapping_add(d),
-        f.wrapping_sub(c).wrapping_sub(d).wrapping_add(a),
-    ]
-}
 
 /// Both Haar wavelets at once, as `f32` (each exact integer rounded once to `f32`).
 #[inline(always)]
@@ -307,7 +223,7 @@ pub fn assign_orientation(ii: &IntegralImage, kp: &mut Keypoint) {
     assign_orientation_inlined(ii, kp);
 }
 
-/// The body of [`assign_orientation`], inlined where it is called (see [`describe_all_inlined`]).
+/// The body of [`assign_orientation`], inlined where it is called (see [`describe_all_with_maps`]).
 #[inline(always)]
 fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) {
     let s = math::roundf(kp.scale) as i32;
@@ -527,7 +443,7 @@ pub fn describe_with_map(
     describe_inlined(ii, kp, upright, map)
 }
 
-/// The body of [`describe`], inlined where it is called (see [`describe_all_inlined`]).
+/// The body of [`describe`], inlined where it is called (see [`describe_all_with_maps`]).
 #[inline(always)]
 fn describe_inlined(
     ii: &IntegralImage,
@@ -870,38 +786,18 @@ pub fn describe_all(
     describe_each(ii, keypoints, upright, out, assign_orientation, describe)
 }
 
-/// [`describe_all`] with the orientation and descriptor loops inlined into the caller, for a
-/// caller compiled with wider vector instructions than the target's baseline: the std layer
-/// wraps it in a function with `#[target_feature(enable = "avx2")]` and calls that after run-time
-/// detection, so the loops written for SIMD (the orientation windows, the rows of samples) run
-/// 8 lanes wide instead of SSE2's 4. The results are the same bits: the same IEEE operations in
-/// the same order per element, and Rust never contracts a multiply and an add into an FMA.
-#[inline(always)]
-pub fn describe_all_inlined(
-    ii: &IntegralImage,
-    keypoints: &mut [Keypoint],
-    upright: bool,
-    out: &mut [Descriptor],
-) -> Result<(), DescribeError> {
-    describe_all_with_maps_inlined(ii, keypoints, upright, out, &[])
-}
-
 /// [`describe_all`], each keypoint described with the map of `maps` for its wavelet size, if
 /// there is one ([`describe_with_map`]): the same descriptors, faster where many keypoints share
 /// a size (see [`crate::haar_map`]).
-pub fn describe_all_with_maps(
-    ii: &IntegralImage,
-    keypoints: &mut [Keypoint],
-    upright: bool,
-    out: &mut [Descriptor],
-    maps: &[HaarMap<'_>],
-) -> Result<(), DescribeError> {
-    describe_all_with_maps_inlined(ii, keypoints, upright, out, maps)
-}
-
-/// [`describe_all_with_maps`] inlined into the caller, as [`describe_all_inlined`].
+///
+/// The orientation and descriptor loops are inlined into the caller, so that a caller compiled
+/// with wider vector instructions than the target's baseline runs them wider: the std layer
+/// calls it from a function with `#[target_feature(enable = "avx2")]` chosen after run-time
+/// detection, and the loops written for SIMD (the orientation windows, the rows of samples) run
+/// 8 lanes wide instead of SSE2's 4. The results are the same bits: the same IEEE operations in
+/// the same order per element, and Rust never contracts a multiply and an add into an FMA.
 #[inline(always)]
-pub fn describe_all_with_maps_inlined(
+pub fn describe_all_with_maps(
     ii: &IntegralImage,
     keypoints: &mut [Keypoint],
     upright: bool,

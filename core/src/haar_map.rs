@@ -12,13 +12,13 @@
 //! A map of half-size `h` covers the pixels where the wavelet lies inside the image, columns
 //! `h ..= width - h` and rows `h ..= height - h` (the only samples the descriptor's whole-row
 //! fast path takes; others keep the clamped table reads). Each cell holds `(dx, dy)`, the
-//! integers [`crate::describe::haar_x`] and [`crate::describe::haar_y`] give for size `2 h`, as
+//! integers [`crate::haar::haar_x`] and [`crate::haar::haar_y`] give for size `2 h`, as
 //! `i16`: for 8-bit pixels a half wavelet is `2 h x h` pixels of at most 255, so the difference
 //! of two halves fits while `2 h^2 255 < 2^15`, that is `h <= 8` ([`HaarMap::MAX_HALF`]).
 
 use core::ops::Range;
 
-use crate::describe::half_boxes;
+use crate::haar::half_boxes;
 use crate::integral::IntegralImage;
 
 /// One cell of a [`HaarMap`]: `[dx, dy]`.
@@ -138,7 +138,7 @@ impl<'a> HaarMap<'a> {
         Self::from_filled(ii, half, cells)
     }
 
-    /// A map whose `cells` were filled by [`fill_rows`] (or [`fill_rows_inlined`]) over all its
+    /// A map whose `cells` were filled by [`fill_rows`] over all its
     /// rows, for `ii` and `half` (for a caller that fills bands of rows on several threads).
     /// Cells filled otherwise give wrong descriptors, never a panic.
     pub fn from_filled(
@@ -186,19 +186,10 @@ impl<'a> HaarMap<'a> {
 
 /// Fills map rows `rows` (map row `j` is image row `j + half`) of the map of half-size `half` of
 /// `ii` into `cells`, which has one cell per pixel of those rows: a band of [`HaarMap`], so that
-/// bands can be filled on several threads.
-pub fn fill_rows(
-    ii: &IntegralImage<'_>,
-    half: usize,
-    rows: Range<usize>,
-    cells: &mut [HaarCell],
-) -> Result<(), HaarMapError> {
-    fill_rows_inlined(ii, half, rows, cells)
-}
-
-/// [`fill_rows`] inlined into its caller (the std layer compiles it with wider vectors).
+/// bands can be filled on several threads. Inlined into its caller, so that a std layer can
+/// compile it with wider vector instructions.
 #[inline(always)]
-pub fn fill_rows_inlined(
+pub fn fill_rows(
     ii: &IntegralImage<'_>,
     half: usize,
     rows: Range<usize>,

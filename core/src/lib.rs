@@ -1,7 +1,6 @@
 //! # surfcl-core
 //!
-//! The CPU reference of surfcl: SURF (Bay et al. 2006/2008, as in OpenSURF and the seeds of this
-//! project) and Harris interest points, SURF-64 descriptors, brute-force 2-NN matching and
+//! The CPU reference of surfcl: SURF (Bay et al. 2006/2008, as in OpenSURF) and Harris interest points, SURF-64 descriptors, brute-force 2-NN matching and
 //! homography-based evaluation, in `no_std` Rust with no allocator.
 //!
 //! ## Layers
@@ -9,6 +8,7 @@
 //! - [`integral`]: the exact `u32` integral image and clamped box sums.
 //! - [`surf`]: the Fast-Hessian detector: box-filter responses in `f32` or in the 8-bit packed
 //!   format, 3x3x3 non-maximum suppression and sub-pixel/scale interpolation.
+//! - [`haar`]: the Haar wavelets of orientation and description, exact integer box differences.
 //! - [`describe`]: orientation assignment and SURF-64 descriptors (upright or oriented), Q7.
 //! - [`haar_map`]: the descriptor's Haar responses of one size at every pixel, for frames with
 //!   many keypoints of that size (same descriptors, fewer scattered reads).
@@ -35,6 +35,7 @@ mod math;
 pub mod config;
 pub mod describe;
 pub mod fixed;
+pub mod haar;
 pub mod haar_map;
 pub mod harris;
 pub mod homography;

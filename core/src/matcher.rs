@@ -271,49 +271,51 @@ pub fn retain_mutual(matches: &mut [Match], best: &[TrainBest]) -> usize {
     kept
 }
 
-/// The 16 lane sums of squared differences of the module docs (before the halving tree).
-///
-/// Kept out of line on purpose: inlined into the 2-NN loop together with the reduction tree,
-/// LLVM's SLP vectoriser splits it into 2-lane vectors (half the speed on baseline x86-64); on
-/// its own it becomes 16 full-width subtract/multiply/add triples. The call costs a few cycles.
-#[inline(never)]
-fn lane_sums_f32(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-    lane_sums_f32_body(a, b)
-}
-
 /// The `f32` matcher's kernel: the 16 lane sums of squared differences of the module docs,
-/// before the halving tree. [`match_range_f32_with`] takes it as a type, so that a std layer can
-/// hand in the same body compiled with wider vectors (and chosen at run time).
+/// before the halving tree, `acc[j] = acc[j] + d * d` with `d = a[16 k + j] - b[16 k + j]` for
+/// `k` in `0..4`. [`match_range_f32_with`] takes it as a type, so that a std layer can hand in
+/// the same loop compiled with wider vectors (and chosen at run time).
 pub trait LaneSums {
-    /// Exactly [`lane_sums_f32_body`]`(a, b)`, bit for bit.
+    /// The lane sums, bit for bit those of [`InlineLaneSums`].
     fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16];
 }
 
-/// The portable kernel: [`lane_sums_f32_body`] out of line (see `lane_sums_f32`).
+/// The portable kernel, out of line on purpose: inlined into the 2-NN loop together with the
+/// reduction tree, LLVM's SLP vectoriser splits it into 2-lane vectors (half the speed on
+/// baseline x86-64); on its own it becomes 16 full-width subtract/multiply/add triples. The call
+/// costs a few cycles.
 #[derive(Debug, Clone, Copy)]
 pub struct PortableLaneSums;
 
 impl LaneSums for PortableLaneSums {
     #[inline(always)]
     fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-        lane_sums_f32(a, b)
+        lane_sums_out_of_line(a, b)
     }
 }
 
-/// The 16 lane sums of squared differences of the module docs: `acc[j] = acc[j] + d * d` with
-/// `d = a[16 k + j] - b[16 k + j]` for `k` in `0..4`. Inlined into its caller, for a
-/// [`LaneSums`] kernel compiled with other target features; the matcher itself calls it out of
-/// line.
-#[inline(always)]
-pub fn lane_sums_f32_body(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-    let mut acc = [0.0f32; 16];
-    for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
-        for j in 0..16 {
-            let d = ca[j] - cb[j];
-            acc[j] += d * d;
+#[inline(never)]
+fn lane_sums_out_of_line(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+    InlineLaneSums::lane_sums(a, b)
+}
+
+/// The [`LaneSums`] loop inlined into its caller: for a std layer's own out-of-line function
+/// compiled with other target features (which calls it), not for the matcher's loop itself.
+#[derive(Debug, Clone, Copy)]
+pub struct InlineLaneSums;
+
+impl LaneSums for InlineLaneSums {
+    #[inline(always)]
+    fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+        let mut acc = [0.0f32; 16];
+        for (ca, cb) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
+            for j in 0..16 {
+                let d = ca[j] - cb[j];
+                acc[j] += d * d;
+            }
         }
+        acc
     }
-    acc
 }
 
 /// Squared L2 distance in the fixed 16-lane order of the module docs, lane sums from `K`.
@@ -333,29 +335,52 @@ fn dist_sq_f32<K: LaneSums>(a: &Descriptor, b: &Descriptor) -> f32 {
     (q[0] + q[2]) + (q[1] + q[3])
 }
 
-/// Exact squared distance of a Q7 query (widened to `i16` once per query) and a Q7 descriptor.
-///
-/// Out of line for the same reason as [`lane_sums_f32`]. With the query already in `i16`, each
-/// 16 train bytes become 2 unpacks, 2 shifts, 2 subtractions and 2 `pmaddwd` on SSE2 (about 55
-/// instructions per pair; widening both sides per pair took 130).
-#[inline(never)]
-fn dist_sq_q7(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
-    dist_sq_q7_inlined(a, b)
+/// The Q7 matcher's kernel: the exact squared distance of a Q7 query (widened to `i16` once per
+/// query) and a Q7 descriptor. [`match_range_q7_with`] takes it as a type, as
+/// [`match_range_f32_with`] takes [`LaneSums`].
+pub trait DistanceQ7 {
+    /// The squared distance (exact: the same for every implementation).
+    fn dist_sq(a: &[i16; 64], b: &DescriptorQ7) -> u32;
 }
 
-/// The body of [`dist_sq_q7`], for the inlined matcher ([`match_range_q7_inlined`]).
-#[inline(always)]
-fn dist_sq_q7_inlined(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
-    let mut acc = [0i32; 16];
-    for k in 0..4 {
-        for j in 0..16 {
-            // |a - b| <= 255: no i16 overflow.
-            let d = i32::from(a[16 * k + j] - i16::from(b[16 * k + j]));
-            acc[j] += d * d;
-        }
+/// The portable Q7 kernel, out of line for the same reason as [`PortableLaneSums`]. With the
+/// query already in `i16`, each 16 train bytes become 2 unpacks, 2 shifts, 2 subtractions and 2
+/// `pmaddwd` on SSE2 (about 55 instructions per pair; widening both sides per pair took 130).
+#[derive(Debug, Clone, Copy)]
+pub struct PortableDistanceQ7;
+
+impl DistanceQ7 for PortableDistanceQ7 {
+    #[inline(always)]
+    fn dist_sq(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
+        dist_sq_q7_out_of_line(a, b)
     }
-    // At most 64 * 255^2 = 4_161_600: no overflow, and non-negative.
-    acc.iter().sum::<i32>().unsigned_abs()
+}
+
+#[inline(never)]
+fn dist_sq_q7_out_of_line(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
+    InlineDistanceQ7::dist_sq(a, b)
+}
+
+/// The Q7 kernel inlined into the matcher's loop: with the whole loop compiled with wider
+/// vector instructions (a std layer's `#[target_feature]` function around
+/// [`match_range_q7_with`]) it is a third faster than out of line.
+#[derive(Debug, Clone, Copy)]
+pub struct InlineDistanceQ7;
+
+impl DistanceQ7 for InlineDistanceQ7 {
+    #[inline(always)]
+    fn dist_sq(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
+        let mut acc = [0i32; 16];
+        for k in 0..4 {
+            for j in 0..16 {
+                // |a - b| <= 255: no i16 overflow.
+                let d = i32::from(a[16 * k + j] - i16::from(b[16 * k + j]));
+                acc[j] += d * d;
+            }
+        }
+        // At most 64 * 255^2 = 4_161_600: no overflow, and non-negative.
+        acc.iter().sum::<i32>().unsigned_abs()
+    }
 }
 
 /// What the 2-NN keys of [`accept_two_nearest`] encode.
@@ -427,9 +452,9 @@ impl<K: LaneSums> Metric for F32Metric<K> {
     }
 }
 
-/// Q7 descriptors; `INLINED` inlines the distance kernel (see [`match_range_q7_inlined`]).
-struct Q7Metric<const INLINED: bool = false>;
-impl<const INLINED: bool> Metric for Q7Metric<INLINED> {
+/// Q7 descriptors, distances from `K`.
+struct Q7Metric<K = PortableDistanceQ7>(PhantomData<K>);
+impl<K: DistanceQ7> Metric for Q7Metric<K> {
     type D = DescriptorQ7;
     type Query = [i16; 64];
     fn prepare(a: &DescriptorQ7) -> [i16; 64] {
@@ -437,11 +462,7 @@ impl<const INLINED: bool> Metric for Q7Metric<INLINED> {
     }
     #[inline(always)]
     fn key(a: &[i16; 64], b: &DescriptorQ7) -> u32 {
-        if INLINED {
-            dist_sq_q7_inlined(a, b)
-        } else {
-            dist_sq_q7(a, b)
-        }
+        K::dist_sq(a, b)
     }
     fn distance(key: u32) -> f32 {
         sqrtf(key as f32) / 127.0
@@ -727,7 +748,7 @@ pub fn match_range_f32(
 }
 
 /// [`match_range_f32`] with the kernel `K` (the same results for every `K` that keeps its
-/// contract): the std layer passes [`lane_sums_f32_body`] compiled with AVX2 when the CPU has it.
+/// contract): the std layer passes [`InlineLaneSums`] compiled with AVX2 when the CPU has it.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn match_range_f32_with<K: LaneSums>(
@@ -761,24 +782,25 @@ pub fn match_range_q7(
     best: &mut [TrainBest],
     out: &mut [Match],
 ) -> Result<usize, MatchError> {
-    let sides = Sides::new(
+    match_range_q7_with::<PortableDistanceQ7>(
         query_keypoints,
         query_descriptors,
+        queries,
         train_keypoints,
         train_descriptors,
-    );
-    match_range_impl::<Q7Metric>(sides, queries, config, best, out)
+        config,
+        best,
+        out,
+    )
 }
 
-/// [`match_range_q7`] with the whole loop, distance kernel included, inlined into the caller,
-/// for a caller compiled with wider vector instructions than the target's baseline (the std
-/// layer wraps it in a `#[target_feature(enable = "avx2")]` function chosen at run time). Exact
-/// integer distances: the same results at any vector width. (The `f32` matcher takes its
-/// kernel as a type instead, [`match_range_f32_with`]: inlined into the loop, the `f32` kernel
-/// is split into narrow vectors and gets slower, see `lane_sums_f32`.)
+/// [`match_range_q7`] with the kernel `K`, the whole loop inlined into the caller: for a caller
+/// compiled with wider vector instructions than the target's baseline (the std layer wraps it,
+/// with [`InlineDistanceQ7`], in a `#[target_feature(enable = "avx2")]` function chosen at run
+/// time). Exact integer distances: the same results at any vector width.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn match_range_q7_inlined(
+pub fn match_range_q7_with<K: DistanceQ7>(
     query_keypoints: &[Keypoint],
     query_descriptors: &[DescriptorQ7],
     queries: Range<usize>,
@@ -794,7 +816,7 @@ pub fn match_range_q7_inlined(
         train_keypoints,
         train_descriptors,
     );
-    match_range_impl::<Q7Metric<true>>(sides, queries, config, best, out)
+    match_range_impl::<Q7Metric<K>>(sides, queries, config, best, out)
 }
 
 #[cfg(test)]

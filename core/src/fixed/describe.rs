@@ -8,10 +8,11 @@ use super::{
     POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, f32_from_fixed, fixed_from_f32,
     isqrt_u128, round_fixed, sincos_q30,
 };
-use crate::describe::{DescribeError, describe_each, haar_pair};
+use crate::describe::{DescribeError, describe_each};
 use crate::describe::{ORIENTATION_GRID, ORIENTATION_WEIGHT_BY_SAMPLE};
 #[cfg(test)]
 use crate::describe::{haar_x, haar_y};
+use crate::haar::haar_pair;
 use crate::integral::IntegralImage;
 use crate::keypoint::{DESCRIPTOR_LEN, DescriptorQ7, Keypoint};
 

@@ -1,4 +1,4 @@
-//! The fixed-point arithmetic of the detector ([`FixedPoint`]): Hessian responses in Q29 from
+//! The fixed-point arithmetic of the detector ([`FixedPoint`](super::FixedPoint)): Hessian responses in Q29 from
 //! the exact integer determinant, and the NMS decision and Newton step in integers.
 //!
 //! - Response: `det = 100 Dxx Dyy - 81 Dxy^2` is exact (`i64`); the response
@@ -10,7 +10,7 @@
 //!   offset does not depend on a common scale of the cube), then the adjugate and determinant of
 //!   `4 H` are exact `i64`, and the offsets are Q16 quotients.
 
-use super::detect::{Refinement, SampleSite, strict_maximum};
+use super::decide::{Refinement, SampleSite, strict_maximum};
 use super::response::Filter;
 use super::{INTERVALS, MAX_OCTAVES, SurfConfig, filter_size, sample_step};
 use crate::fixed::{POS_FRAC, RESPONSE_FRAC, f32_from_fixed, fixed_from_f32};
@@ -18,22 +18,22 @@ use crate::integral::IntegralImage;
 use crate::keypoint::Keypoint;
 
 /// A fixed-point response cube: `cube[ds][dy][dx]` as in [`super::ResponseCube`], in Q29.
-pub type FixedCube = [[[i32; 3]; 3]; 3];
+pub(crate) type FixedCube = [[[i32; 3]; 3]; 3];
 
 /// Per-filter constants of the fixed-point response (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FixedNorm {
+pub(crate) struct FixedNorm {
     /// Right shift of the determinant so that it fits 31 bits.
-    pub pre: u32,
+    pub(crate) pre: u32,
     /// Reciprocal of the normalisation, below `2^30`.
-    pub mult: i64,
+    pub(crate) mult: i64,
     /// Right shift after the multiplication.
-    pub post: u32,
+    pub(crate) post: u32,
 }
 
 /// The [`FixedNorm`] of filter size `size` (`9..=771`), evaluated by the compiler for the
 /// detector's filters.
-pub const fn fixed_norm(size: u32) -> FixedNorm {
+pub(crate) const fn fixed_norm(size: u32) -> FixedNorm {
     let l = (size / 3) as u128;
     // |Dxx|, |Dyy| <= 3 * 255 (2l - 1) l, |Dxy| <= 2 * 255 l^2 (ARCHITECTURE.md's boxes).
     let a = 765 * (2 * l - 1) * l;
@@ -53,7 +53,7 @@ pub const fn fixed_norm(size: u32) -> FixedNorm {
 }
 
 /// [`fixed_norm`] of every filter, `FIXED_NORMS[octave][interval]`.
-pub const FIXED_NORMS: [[FixedNorm; INTERVALS as usize]; MAX_OCTAVES as usize] = {
+pub(crate) const FIXED_NORMS: [[FixedNorm; INTERVALS as usize]; MAX_OCTAVES as usize] = {
     let zero = FixedNorm {
         pre: 0,
         mult: 0,
@@ -93,7 +93,8 @@ pub(crate) fn response_fixed(
 
 /// The fixed-point response (Q29) and Laplacian sign of filter `interval` of `octave` at pixel
 /// `(row, col)` (boxes clipped to the image); `(0, 1)` for an octave or interval out of range.
-pub fn response_fixed_at(
+#[cfg(test)]
+pub(crate) fn response_fixed_at(
     ii: &IntegralImage,
     octave: u32,
     interval: u32,
@@ -111,14 +112,14 @@ pub fn response_fixed_at(
 }
 
 /// The threshold of `config` in Q29 (integer conversion of the `f32`'s bits).
-pub fn fixed_threshold(config: &SurfConfig) -> i32 {
+pub(crate) fn fixed_threshold(config: &SurfConfig) -> i32 {
     fixed_from_f32(config.threshold, RESPONSE_FRAC).clamp(0, i64::from(i32::MAX)) as i32
 }
 
 /// The fixed-point detection decision: threshold, strict maximum over the 26 neighbours, then
 /// the integer Newton step (module docs). The same rules as `refine_candidate`, on Q29
 /// responses; `threshold` is [`fixed_threshold`].
-pub fn refine_fixed(
+pub(crate) fn refine_fixed(
     config: &SurfConfig,
     threshold: i32,
     site: SampleSite,
@@ -222,18 +223,6 @@ pub(crate) fn fill_fixed(ii: &IntegralImage, config: &SurfConfig, octave: u32, m
             }
         }
     }
-}
-
-/// The Laplacian sign of filter `interval` of `octave` at sample `(sx, sy)`.
-pub(crate) fn laplacian_at(ii: &IntegralImage, config: &SurfConfig, site: SampleSite) -> i8 {
-    let step = sample_step(config, u32::from(site.octave)) as i32;
-    let filter = Filter::octave(
-        u32::from(site.octave),
-        u32::from(site.interval),
-        ii.width() + 1,
-    );
-    let (dxx, dyy, _) = filter.terms(ii, site.sy as i32 * step, site.sx as i32 * step);
-    if dxx + dyy >= 0 { 1 } else { -1 }
 }
 
 #[cfg(test)]

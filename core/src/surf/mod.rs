@@ -58,25 +58,27 @@ use core::fmt;
 use crate::image::{ImageError, check_dimensions};
 
 mod arith;
+mod decide;
 mod detect;
+mod fill;
 mod fixed;
 mod packed;
 mod response;
+mod scan;
 
-pub use arith::{Arithmetic, FixedPoint, Float, detect_with, scratch_len_with};
+pub use arith::{Arithmetic, FixedPoint, Float};
+pub use decide::{
+    DetectStats, Refinement, ResponseCube, SampleSite, exact_cube, nms_border, refine_candidate,
+    refine_exact,
+};
 pub use detect::{
-    DetectStats, OctaveMaps, Refinement, ResponseCube, SampleSite, detect, detect_with_fill,
-    detect_with_fill_and_scan, detect_with_shared_banded_fill, detect_with_shared_fill_and_scan,
-    exact_cube, fill_octave_rows, fill_octave_rows_with_columns,
-    fill_octave_rows_with_columns_from, fill_octave_rows_with_columns_inlined, nms_border,
-    refine_candidate, refine_exact,
+    Serial, Strategy, detect, detect_with, detect_with_strategy, fill_and_scan_in_bands,
+    scratch_len_with,
 };
-pub use fixed::{
-    FIXED_NORMS, FixedCube, FixedNorm, fixed_norm, fixed_threshold, refine_fixed, response_fixed_at,
-};
+pub use fill::{OctaveFill, OctaveMaps};
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
 pub use response::{
-    BoxSums, PortableBoxSums, RESPONSE_NORMS, box_sums_body, column_scratch_len,
+    BoxSums, InlineBoxSums, PortableBoxSums, RESPONSE_NORMS, column_scratch_len,
     compute_octave_f32, compute_octave_packed, response_at, response_norm,
 };
 
@@ -179,8 +181,11 @@ pub enum SurfError {
     /// An interval of an octave's scan is not 1 or 2 (the intervals with a scale above and
     /// below).
     Interval(u32),
-    /// The first interval of a fill is not 0 or 2 (see `fill_octave_rows_with_columns_from`).
+    /// The first interval of a fill is not 0 or 2 ([`OctaveFill::starting_at`]).
     FirstInterval(u32),
+    /// `Packed8` maps were given to a scan of `f32` maps ([`OctaveMaps::scan_rows`]): the
+    /// detection scans packed maps itself.
+    PackedMaps,
 }
 
 impl fmt::Display for SurfError {
@@ -206,6 +211,7 @@ impl fmt::Display for SurfError {
                     "a fill from interval {i}: only 0 and 2 are shared boundaries"
                 )
             }
+            SurfError::PackedMaps => write!(f, "packed maps given to a scan of f32 maps"),
             SurfError::ScratchLength { expected, actual } => {
                 write!(f, "buffer has {actual} words, {expected} required")
             }

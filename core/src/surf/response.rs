@@ -184,11 +184,13 @@ pub(crate) fn octave_filters(ii: &IntegralImage, octave: u32) -> [Filter; 4] {
 ///
 /// Only the grid rows in `rows` (clamped to the grid) are visited, and the sample index passed
 /// to `f` counts from the first of them, so a band of rows can be filled into its own slice.
+/// Intervals below `from` are not computed (`(0.0, 1)` in their place).
 fn for_each_sample(
     ii: &IntegralImage,
     config: &SurfConfig,
     octave: u32,
     rows: Range<usize>,
+    from: usize,
     mut f: impl FnMut(usize, [(f32, i8); 4]),
 ) {
     let step = sample_step(config, octave);
@@ -201,7 +203,7 @@ fn for_each_sample(
         for sx in 0..gw {
             let col = sx as i32 * step;
             let mut r = [(0f32, 0i8); 4];
-            for (out, filter) in r.iter_mut().zip(filters.iter()) {
+            for (out, filter) in r.iter_mut().zip(filters.iter()).skip(from) {
                 *out = filter.response(ii, row, col);
             }
             f((sy - first) * gw + sx, r);
@@ -229,7 +231,7 @@ fn for_each_response(
     let filters = octave_filters(ii, octave);
     let stride = ii.width() + 1;
     let Some(v) = columns.get_mut(..SPANS * stride) else {
-        return for_each_sample(ii, config, octave, rows, |i, r| {
+        return for_each_sample(ii, config, octave, rows, 0, |i, r| {
             for (k, &resp) in r.iter().enumerate() {
                 f(i, k, resp);
             }
@@ -351,47 +353,51 @@ fn det_f64(dxx: i32, dyy: i32, dxy: i32) -> f64 {
 }
 
 /// The box sums of the vector fill's interior rows: `out[i] = v[hi + i STEP] - v[lo + i STEP]`
-/// (wrapping), [`box_sums_body`]. A type, so that a std layer can hand in the same body
-/// compiled with wider vectors (and chosen at run time), as the matcher's `LaneSums`.
+/// (wrapping; `0` for a column beyond `v`, which the fill never reads), the sums of one box at
+/// consecutive samples of a row of column sums `v`. A type, so that a std layer can hand in the
+/// same loop compiled with wider vectors (and chosen at run time), as the matcher's `LaneSums`.
 pub trait BoxSums {
-    /// Exactly [`box_sums_body`]`::<STEP>(v, lo, hi, out)`.
+    /// Writes the box sums into `out` (every implementation gives the same words).
     fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]);
 }
 
-/// The portable [`BoxSums`]: [`box_sums_body`] out of line, for the target's baseline.
+/// The portable [`BoxSums`]: the loop out of line, for the target's baseline. As a function of
+/// its own its two slices are known not to overlap, and LLVM vectorises the strided reads (loads
+/// and shuffles); inlined into the fill, it kept the loop scalar.
 #[derive(Debug, Clone, Copy)]
 pub struct PortableBoxSums;
 
 impl BoxSums for PortableBoxSums {
     #[inline(always)]
     fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
-        box_sums::<STEP>(v, lo, hi, out);
+        box_sums_out_of_line::<STEP>(v, lo, hi, out);
     }
 }
 
-/// [`box_sums_body`] out of line: as a function of its own its two slices are known not to
-/// overlap, and LLVM vectorises the strided reads (loads and shuffles); inlined into the fill,
-/// it kept the loop scalar.
 #[inline(never)]
-fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
-    box_sums_body::<STEP>(v, lo, hi, out);
+fn box_sums_out_of_line<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+    InlineBoxSums::box_sums::<STEP>(v, lo, hi, out);
 }
 
-/// `out[i] = v[hi + i STEP] - v[lo + i STEP]` (wrapping): the sums of one box at consecutive
-/// samples of a row of column sums `v` (`0` for a column beyond `v`, which the fill never
-/// reads). Inlined into its caller, for a [`BoxSums`] compiled with other target features.
-#[inline(always)]
-pub fn box_sums_body<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
-    let lows = v.get(lo..).unwrap_or(&[]).chunks_exact(STEP);
-    let highs = v.get(hi..).unwrap_or(&[]).chunks_exact(STEP);
-    let whole = out.len().min(lows.len()).min(highs.len());
-    for ((o, a), b) in out[..whole].iter_mut().zip(lows).zip(highs) {
-        *o = b[0].wrapping_sub(a[0]);
-    }
-    // The last samples of the last span, whose chunk of `STEP` columns would run past `v`.
-    for (i, o) in out.iter_mut().enumerate().skip(whole) {
-        let at = |base: usize| v.get(base + i * STEP).copied().unwrap_or(0);
-        *o = at(hi).wrapping_sub(at(lo));
+/// The [`BoxSums`] loop inlined into its caller: for a std layer's own out-of-line function
+/// compiled with other target features (which calls it), not for the fill itself.
+#[derive(Debug, Clone, Copy)]
+pub struct InlineBoxSums;
+
+impl BoxSums for InlineBoxSums {
+    #[inline(always)]
+    fn box_sums<const STEP: usize>(v: &[u32], lo: usize, hi: usize, out: &mut [u32]) {
+        let lows = v.get(lo..).unwrap_or(&[]).chunks_exact(STEP);
+        let highs = v.get(hi..).unwrap_or(&[]).chunks_exact(STEP);
+        let whole = out.len().min(lows.len()).min(highs.len());
+        for ((o, a), b) in out[..whole].iter_mut().zip(lows).zip(highs) {
+            *o = b[0].wrapping_sub(a[0]);
+        }
+        // The last samples of the last span, whose chunk of `STEP` columns would run past `v`.
+        for (i, o) in out.iter_mut().enumerate().skip(whole) {
+            let at = |base: usize| v.get(base + i * STEP).copied().unwrap_or(0);
+            *o = at(hi).wrapping_sub(at(lo));
+        }
     }
 }
 
@@ -401,8 +407,7 @@ const SPANS: usize = 5;
 /// The span of each box of [`Filter::rects_of`].
 const SPAN_OF_BOX: [usize; 8] = [0, 0, 1, 2, 3, 4, 3, 4];
 
-/// Words of the `columns` scratch of [`fill_octave_rows_with_columns`](super::fill_octave_rows_with_columns)
-/// for an image `width` pixels wide: rows of the integral table's width, five for the column
+/// Words of the `columns` scratch of [`OctaveFill::fill_rows`](super::OctaveFill::fill_rows) for an image `width` pixels wide: rows of the integral table's width, five for the column
 /// sums, four for a grid row's responses per interval before they are interleaved, eight for
 /// its box sums.
 pub const fn column_scratch_len(width: usize) -> usize {
@@ -616,7 +621,7 @@ pub fn compute_octave_f32(
             actual: out.len(),
         });
     }
-    for_each_sample(ii, config, octave, 0..usize::MAX, |i, r| {
+    for_each_sample(ii, config, octave, 0..usize::MAX, 0, |i, r| {
         for (k, (v, _)) in r.iter().enumerate() {
             out[i * 4 + k] = *v;
         }
@@ -646,10 +651,10 @@ pub fn compute_octave_packed(
 }
 
 /// The `f32` responses of grid rows `rows` of `octave` stored as bits in `out` (the scratch is
-/// `u32`; no unsafe casts). The caller has checked the length. With `columns`, intervals below
-/// `from` (0 or 2) are not computed: `out` already holds them (an octave's intervals 0 and 1 are
-/// the filters of the octave before's intervals 1 and 3, on a grid of half its resolution, see
-/// [`super::detect_with_shared_fill_and_scan`]); without, every interval is (the same bits).
+/// `u32`; no unsafe casts). The caller has checked the length. Intervals below `from` (0 or 2)
+/// are not computed: `out` already holds them (an octave's intervals 0 and 1 are the filters of
+/// the octave before's intervals 1 and 3, on a grid of half its resolution, see
+/// [`super::OctaveFill::starting_at`]).
 #[inline(always)]
 pub(crate) fn fill_f32_bits<B: BoxSums>(
     ii: &IntegralImage,
@@ -665,8 +670,8 @@ pub(crate) fn fill_f32_bits<B: BoxSums>(
         Some(columns) => {
             fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out, from)
         }
-        None => for_each_sample(ii, config, octave, rows, |i, r| {
-            for (k, (v, _)) in r.iter().enumerate() {
+        None => for_each_sample(ii, config, octave, rows, from, |i, r| {
+            for (k, (v, _)) in r.iter().enumerate().skip(from) {
                 out[i * 4 + k] = v.to_bits();
             }
         }),
@@ -694,7 +699,7 @@ pub(crate) fn fill_packed(
                 out[i] |= byte(v, lap) << (8 * k);
             });
         }
-        None => for_each_sample(ii, config, octave, rows, |i, r| {
+        None => for_each_sample(ii, config, octave, rows, 0, |i, r| {
             let mut word = 0u32;
             for (k, &(v, lap)) in r.iter().enumerate() {
                 word |= byte(v, lap) << (8 * k);

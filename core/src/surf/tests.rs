@@ -2,8 +2,121 @@ use std::vec::Vec;
 
 use super::test_util::*;
 use super::*;
+use crate::integral::IntegralImage;
 use crate::keypoint::{Keypoint, KeypointBuffer, KeypointSet, KeypointSink};
 use rand::{Rng, SeedableRng, rngs::StdRng};
+
+/// Grid rows `rows` of `octave`'s maps into `out`, every sample from the integral table.
+fn fill_octave_rows(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    out: &mut [u32],
+) -> Result<(), SurfError> {
+    OctaveFill::new(ii, config, octave)?.fill_rows::<PortableBoxSums>(rows, out, &mut [])
+}
+
+/// [`fill_octave_rows`] with the column sums in `columns`, from interval `from` on.
+fn fill_octave_rows_with_columns_from(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    out: &mut [u32],
+    columns: &mut [u32],
+    from: u32,
+) -> Result<(), SurfError> {
+    OctaveFill::new(ii, config, octave)?
+        .starting_at(from)?
+        .fill_rows::<PortableBoxSums>(rows, out, columns)
+}
+
+/// A [`Strategy`] that fills with `fill(octave fill, rows, out)` and scans with the default.
+struct FillWith<F>(F);
+
+impl<F> Strategy for FillWith<F>
+where
+    F: FnMut(&OctaveFill<'_>, core::ops::Range<usize>, &mut [u32]) -> Result<(), SurfError>,
+{
+    fn fill(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        rows: core::ops::Range<usize>,
+        out: &mut [u32],
+    ) -> Result<(), SurfError> {
+        (self.0)(fill, rows, out)
+    }
+}
+
+/// A [`Strategy`] that fills with `fill(octave fill, rows, out)`, `f32` octaves in bands of
+/// `band` rows, each scanned as soon as it can be ([`fill_and_scan_in_bands`]).
+struct BandsWith<F> {
+    band: usize,
+    fill: F,
+}
+
+impl<F> Strategy for BandsWith<F>
+where
+    F: FnMut(&OctaveFill<'_>, core::ops::Range<usize>, &mut [u32]) -> Result<(), SurfError>,
+{
+    fn fill(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        rows: core::ops::Range<usize>,
+        out: &mut [u32],
+    ) -> Result<(), SurfError> {
+        (self.fill)(fill, rows, out)
+    }
+
+    fn fill_and_scan<S: KeypointSink>(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        maps: &mut [u32],
+        sink: &mut S,
+        stats: &mut DetectStats,
+    ) -> Result<(), SurfError> {
+        let fill_band = &mut self.fill;
+        fill_and_scan_in_bands(fill, maps, self.band, sink, stats, |rows, out| {
+            fill_band(fill, rows, out)
+        })
+    }
+}
+
+/// A [`Strategy`] that fills every row from the table and scans with `scan(maps, sink, stats)`.
+struct ScanWith<F>(F);
+
+impl<F> Strategy for ScanWith<F>
+where
+    F: FnMut(&OctaveMaps<'_>, &mut KeypointBuffer<'_>, &mut DetectStats) -> Result<(), SurfError>,
+{
+    fn fill(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        rows: core::ops::Range<usize>,
+        out: &mut [u32],
+    ) -> Result<(), SurfError> {
+        fill.fill_rows::<PortableBoxSums>(rows, out, &mut [])
+    }
+
+    fn fill_and_scan<S: KeypointSink>(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        maps: &mut [u32],
+        sink: &mut S,
+        stats: &mut DetectStats,
+    ) -> Result<(), SurfError> {
+        self.fill(fill, 0..fill.grid().1, maps)?;
+        // The scan offers into a buffer of its own, then into `sink`.
+        let mut storage = vec![Keypoint::default(); 200_000];
+        let mut buffer = KeypointBuffer::new(&mut storage);
+        (self.0)(&fill.maps(maps, 0), &mut buffer, stats)?;
+        for &p in buffer.points() {
+            sink.offer(p);
+        }
+        Ok(())
+    }
+}
 
 /// Straightforward f64 evaluation: pixels summed one by one (clipped to the image), OpenSURF's
 /// floating-point formula on intensities in [0, 1].
@@ -598,15 +711,21 @@ fn banded_fill_gives_the_keypoints_of_detect() {
         } else {
             4
         };
-        let stats = detect_with_fill(&ii, &config, &mut scratch, &mut sink, |o, gw, gh, maps| {
-            let band = 7;
-            for (k, chunk) in maps.chunks_mut(band * gw * words).enumerate() {
-                let first = k * band;
-                fill_octave_rows(&ii, &config, o, first..(first + band).min(gh), chunk)?;
-            }
-            Ok(())
-        })
-        .unwrap();
+        let mut strategy = FillWith(
+            |fill: &OctaveFill<'_>, rows: core::ops::Range<usize>, maps: &mut [u32]| {
+                let (gw, gh) = fill.grid();
+                assert_eq!(rows, 0..gh);
+                let band = 7;
+                for (k, chunk) in maps.chunks_mut(band * gw * words).enumerate() {
+                    let first = k * band;
+                    let o = fill.octave();
+                    fill_octave_rows(&ii, &config, o, first..(first + band).min(gh), chunk)?;
+                }
+                Ok(())
+            },
+        );
+        let stats =
+            detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
         assert_eq!(stats, expected_stats, "{precision:?}");
         assert_eq!(sink.points(), &expected[..], "{precision:?}");
     }
@@ -628,13 +747,8 @@ fn banded_scan_in_band_order_gives_the_keypoints_and_counts_of_detect() {
         let mut storage = vec![Keypoint::default(); capacity];
         let mut sink = KeypointBuffer::new(&mut storage);
         let mut bands_scanned = 0;
-        let stats = detect_with_fill_and_scan(
-            &ii,
-            &config,
-            &mut scratch,
-            &mut sink,
-            |o, _, gh, maps| fill_octave_rows(&ii, &config, o, 0..gh, maps),
-            |maps, sink, stats| {
+        let mut strategy = ScanWith(
+            |maps: &OctaveMaps<'_>, sink: &mut KeypointBuffer<'_>, stats: &mut DetectStats| {
                 for interval in 1..=2 {
                     for first in (0..maps.grid_height()).step_by(9) {
                         let mut band_points = vec![Keypoint::default(); 20_000];
@@ -650,8 +764,9 @@ fn banded_scan_in_band_order_gives_the_keypoints_and_counts_of_detect() {
                 }
                 Ok(())
             },
-        )
-        .unwrap();
+        );
+        let stats =
+            detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
         assert!(bands_scanned > 40);
         let kept = all.len().min(capacity);
         assert_eq!(sink.points(), &all[..kept], "capacity {capacity}");
@@ -673,14 +788,12 @@ fn banded_scan_in_band_order_gives_the_keypoints_and_counts_of_detect() {
     }
     // Only intervals 1 and 2 have scales above and below.
     let mut sink = KeypointSet::<8>::new();
-    let refused = detect_with_fill_and_scan(
-        &ii,
-        &config,
-        &mut scratch,
-        &mut sink,
-        |o, _, gh, maps| fill_octave_rows(&ii, &config, o, 0..gh, maps),
-        |maps, sink, stats| maps.scan_rows(3, 0..maps.grid_height(), sink, stats),
+    let mut strategy = ScanWith(
+        |maps: &OctaveMaps<'_>, sink: &mut KeypointBuffer<'_>, stats: &mut DetectStats| {
+            maps.scan_rows(3, 0..maps.grid_height(), sink, stats)
+        },
     );
+    let refused = detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy);
     assert_eq!(refused, Err(SurfError::Interval(3)));
 }
 
@@ -712,12 +825,10 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
         let mut columns = vec![0u32; columns_len];
         let mut firsts = Vec::new();
         let mut maps_seen = Vec::new();
-        let stats = detect_with_shared_fill_and_scan(
-            &ii,
-            &config,
-            &mut scratch,
-            &mut sink,
-            |o, gw, gh, from, maps| {
+        let mut strategy = FillWith(
+            |fill: &OctaveFill<'_>, _rows: core::ops::Range<usize>, maps: &mut [u32]| {
+                let (o, from) = (fill.octave(), fill.first_interval());
+                let (gw, gh) = fill.grid();
                 firsts.push(from);
                 let band = 7;
                 for (k, chunk) in maps.chunks_mut(band * gw * words).enumerate() {
@@ -735,14 +846,10 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
                 maps_seen.push(maps.to_vec());
                 Ok(())
             },
-            |maps, sink, stats| {
-                for interval in 1..=2 {
-                    maps.scan_rows(interval, 0..maps.grid_height(), sink, stats)?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
+        );
+        let stats =
+            detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
+        drop(strategy);
         assert_eq!(sink.points(), &expected[..], "{precision:?} step {step}");
         assert_eq!(stats, expected_stats, "{precision:?} step {step}");
         // Every octave's maps as a full fill leaves them.
@@ -796,13 +903,12 @@ fn banded_fill_and_scan_gives_the_keypoints_of_detect() {
                 scratch.fill(f32::MAX.to_bits());
                 let mut sink = KeypointBuffer::new(&mut storage);
                 let mut fills: Vec<(u32, core::ops::Range<usize>, u32)> = Vec::new();
-                let stats = detect_with_shared_banded_fill(
-                    &ii,
-                    &config,
-                    &mut scratch,
-                    &mut sink,
+                let mut strategy = BandsWith {
                     band,
-                    |o, rows, from, maps| {
+                    fill: |fill: &OctaveFill<'_>,
+                           rows: core::ops::Range<usize>,
+                           maps: &mut [u32]| {
+                        let (o, from) = (fill.octave(), fill.first_interval());
                         let (gw, _) = grid_size(ii.width(), ii.height(), sample_step(&config, o));
                         assert_eq!(maps.len(), rows.len() * gw * words);
                         fills.push((o, rows.clone(), from));
@@ -816,8 +922,11 @@ fn banded_fill_and_scan_gives_the_keypoints_of_detect() {
                             from,
                         )
                     },
-                )
-                .unwrap();
+                };
+                let stats =
+                    detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy)
+                        .unwrap();
+                drop(strategy);
                 let case = format!("{precision:?} step {step} band {band} capacity {capacity}");
                 assert_eq!(sink.points(), &expected.0[..], "{case}");
                 assert_eq!(stats, expected.1, "{case}");
@@ -953,8 +1062,16 @@ fn column_sums_fill_the_same_bits_as_the_table_reads() {
                 let mut plain = vec![0u32; gw * gh * words];
                 let mut fast = vec![1u32; gw * gh * words];
                 fill_octave_rows(&ii, &config, o, 0..gh, &mut plain).unwrap();
-                fill_octave_rows_with_columns(&ii, &config, o, 0..gh, &mut fast, &mut columns)
-                    .unwrap();
+                fill_octave_rows_with_columns_from(
+                    &ii,
+                    &config,
+                    o,
+                    0..gh,
+                    &mut fast,
+                    &mut columns,
+                    0,
+                )
+                .unwrap();
                 if let Some(i) = (0..plain.len()).find(|&i| plain[i] != fast[i]) {
                     panic!(
                         "{precision:?} step {init_sample_step} octave {o}, {}x{}: word {i} of {} \
