@@ -6,8 +6,9 @@
 //! - [`backend`]: the [`backend::Backend`] seam, the detection parameters (the shared
 //!   configuration of `surfcl_core::config`) and results; [`open_backend`] picks OpenCL with a
 //!   CPU fallback.
-//! - [`cpu`]: the CPU reference backend over `surfcl-core` (with AVX2, chosen at run time, for
-//!   its description loops: `wide`).
+//! - [`cpu`]: the CPU reference backend over `surfcl-core`: every stage on a pool of threads,
+//!   the Hessian fill, description, Haar maps and matching with AVX2 where the CPU has it
+//!   (chosen once per backend).
 //! - [`opencl`]: the OpenCL backend (kernels in `kernels/*.cl`) and device listing.
 //! - [`io`]: image and homography file loading with size checks before decoding.
 //! - [`draw`]: annotated PNG output (keypoints, matches).
@@ -28,7 +29,6 @@ pub mod io;
 mod open;
 pub mod opencl;
 pub mod report;
-mod wide;
 
 pub use backend::{
     Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,

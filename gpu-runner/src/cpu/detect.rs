@@ -1,0 +1,298 @@
+//! SURF detection on the backend's threads: the core's driver (`surf::detect_with_strategy`)
+//! with a [`Strategy`] of this backend. On one thread each band of grid rows is scanned as soon
+//! as it is filled, while its maps are in the cache ([`OneThread`]). On several, each task fills
+//! a band of rows and scans the rows whose neighbours are in its band, into a sink of its own;
+//! the two rows at each seam between bands are scanned once both bands are filled
+//! ([`Threads`]). The sink keeps the strongest keypoints under a total order whatever the order
+//! they are offered in, and the counts are sums, so the result is the single-threaded one.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use surfcl_core::surf::{
+    self, DetectStats, OctaveFill, Strategy, SurfError, column_scratch_len, fill_and_scan_in_bands,
+};
+use surfcl_core::{Keypoint, KeypointSink};
+
+use super::ensure_len;
+use super::simd::Kernels;
+
+/// Grid rows filled before they are scanned: a band of 1920x1080's octave 0 is 240 KB of maps,
+/// which stays in a core's cache until the band is scanned.
+const BAND_ROWS: usize = 16;
+
+/// The smallest band of the threaded fill: below, the seams' second scan costs more than a
+/// better balance saves.
+const MIN_BAND_ROWS: usize = 4;
+
+/// Bands per thread wanted in an octave: maxima gather where the image is textured, so a few
+/// bands per thread let work stealing even the threads out.
+const BANDS_PER_THREAD: usize = 3;
+
+/// The buffers of detection, kept from frame to frame.
+#[derive(Debug, Default)]
+pub(super) struct DetectBuffers {
+    /// The column scratch of each thread (`surf::column_scratch_len`), grown by the thread
+    /// that uses it.
+    columns: Vec<Mutex<Vec<u32>>>,
+    /// The keypoints and counts of each band of an octave.
+    bands: Vec<ScanBand>,
+}
+
+/// Detection on the calling thread, with `kernels`.
+pub(super) struct OneThread<'a> {
+    pub kernels: &'a Kernels,
+    pub buffers: &'a mut DetectBuffers,
+}
+
+impl OneThread<'_> {
+    fn columns(&mut self, width: usize) -> &mut Vec<u32> {
+        if self.buffers.columns.is_empty() {
+            self.buffers.columns.push(Mutex::default());
+        }
+        let columns = self.buffers.columns[0]
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ensure_len(columns, column_scratch_len(width));
+        columns
+    }
+}
+
+impl Strategy for OneThread<'_> {
+    fn fill(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        rows: Range<usize>,
+        out: &mut [u32],
+    ) -> Result<(), SurfError> {
+        let fill_rows = self.kernels.fill_rows;
+        fill_rows(fill, rows, out, self.columns(fill.image_width()))
+    }
+
+    fn fill_and_scan<S: KeypointSink>(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        maps: &mut [u32],
+        sink: &mut S,
+        stats: &mut DetectStats,
+    ) -> Result<(), SurfError> {
+        let fill_rows = self.kernels.fill_rows;
+        let columns = self.columns(fill.image_width());
+        fill_and_scan_in_bands(fill, maps, BAND_ROWS, sink, stats, |rows, out| {
+            fill_rows(fill, rows, out, columns)
+        })
+    }
+}
+
+/// Detection on the threads of `pool`, with `kernels`.
+pub(super) struct Threads<'a> {
+    pub pool: &'a rayon::ThreadPool,
+    pub kernels: &'a Kernels,
+    pub buffers: &'a mut DetectBuffers,
+}
+
+impl Threads<'_> {
+    /// Grid rows per band of an octave of `rows` rows.
+    fn band_rows(&self, rows: usize) -> usize {
+        let wanted = self.pool.current_num_threads() * BANDS_PER_THREAD;
+        rows.div_ceil(wanted).clamp(MIN_BAND_ROWS, BAND_ROWS)
+    }
+
+    /// One column scratch per thread of the pool.
+    fn columns(&mut self) -> &[Mutex<Vec<u32>>] {
+        let threads = self.pool.current_num_threads();
+        if self.buffers.columns.len() < threads {
+            self.buffers.columns.resize_with(threads, Mutex::default);
+        }
+        &self.buffers.columns
+    }
+}
+
+/// Runs `f` with the column scratch of the pool thread it runs on (of at least `len` words);
+/// off the pool, with a scratch of its own.
+fn with_columns<T>(columns: &[Mutex<Vec<u32>>], len: usize, f: impl FnOnce(&mut [u32]) -> T) -> T {
+    let mut own = Vec::new();
+    let mut guard = rayon::current_thread_index()
+        .and_then(|i| columns.get(i))
+        .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let columns = guard.as_deref_mut().unwrap_or(&mut own);
+    ensure_len(columns, len);
+    f(columns)
+}
+
+impl Strategy for Threads<'_> {
+    /// The rows in bands of [`BAND_ROWS`] on the pool (`Packed8` maps, which the core scans).
+    fn fill(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        rows: Range<usize>,
+        out: &mut [u32],
+    ) -> Result<(), SurfError> {
+        let fill_rows = self.kernels.fill_rows;
+        let (row_words, len) = (fill.row_words(), column_scratch_len(fill.image_width()));
+        let pool = self.pool;
+        let columns = self.columns();
+        let rows = rows.start..rows.end.min(fill.grid().1);
+        if row_words == 0 || rows.is_empty() {
+            return Ok(());
+        }
+        let (expected, actual) = (rows.len() * row_words, out.len());
+        let out = out
+            .get_mut(..expected)
+            .ok_or(SurfError::ScratchLength { expected, actual })?;
+        pool.install(|| {
+            out.par_chunks_mut(BAND_ROWS * row_words)
+                .enumerate()
+                .try_for_each(|(band, chunk)| {
+                    let first = rows.start + band * BAND_ROWS;
+                    let band_rows = first..first + chunk.len() / row_words;
+                    with_columns(columns, len, |c| fill_rows(fill, band_rows, chunk, c))
+                })
+        })
+    }
+
+    fn fill_and_scan<S: KeypointSink>(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        maps: &mut [u32],
+        sink: &mut S,
+        stats: &mut DetectStats,
+    ) -> Result<(), SurfError> {
+        let fill_rows = self.kernels.fill_rows;
+        let rows = fill.grid().1;
+        let (row_words, len) = (fill.row_words(), column_scratch_len(fill.image_width()));
+        let band_rows = self.band_rows(rows);
+        let count = rows.div_ceil(band_rows);
+        if row_words == 0 || count == 0 {
+            return Ok(());
+        }
+        let pool = self.pool;
+        self.columns();
+        let DetectBuffers { columns, bands } = &mut *self.buffers;
+        if bands.len() < count {
+            bands.resize_with(count, ScanBand::default);
+        }
+        let bands = &mut bands[..count];
+        let (expected, actual) = (rows * row_words, maps.len());
+        let maps = maps
+            .get_mut(..expected)
+            .ok_or(SurfError::ScratchLength { expected, actual })?;
+        let columns = &columns[..];
+        // Each band filled, then scanned where it can be on its own.
+        pool.install(|| {
+            maps.par_chunks_mut(band_rows * row_words)
+                .zip(bands.par_iter_mut())
+                .enumerate()
+                .try_for_each(|(k, (chunk, band))| {
+                    let first = k * band_rows;
+                    let band_range = first..first + chunk.len() / row_words;
+                    with_columns(columns, len, |c| {
+                        fill_rows(fill, band_range.clone(), chunk, c)
+                    })?;
+                    band.clear();
+                    let view = fill.maps(chunk, first);
+                    for interval in 1..=2 {
+                        view.scan_rows(
+                            interval,
+                            band_range.clone(),
+                            &mut band.points,
+                            &mut band.stats,
+                        )?;
+                    }
+                    Ok::<(), SurfError>(())
+                })
+        })?;
+        // The two rows at each seam, whose neighbours are in two bands.
+        let view = fill.maps(maps, 0);
+        pool.install(|| {
+            bands
+                .par_iter_mut()
+                .enumerate()
+                .skip(1)
+                .try_for_each(|(k, band)| {
+                    let seam = k * band_rows;
+                    for interval in 1..=2 {
+                        view.scan_rows(
+                            interval,
+                            seam - 1..seam + 1,
+                            &mut band.points,
+                            &mut band.stats,
+                        )?;
+                    }
+                    Ok::<(), SurfError>(())
+                })
+        })?;
+        for band in bands.iter() {
+            for &point in band.points.points() {
+                sink.offer(point);
+            }
+            stats.add_scan(&band.stats);
+        }
+        Ok(())
+    }
+}
+
+/// The keypoints and counts of one band of rows of the threaded scan.
+#[derive(Debug, Default)]
+struct ScanBand {
+    points: CollectedPoints,
+    stats: DetectStats,
+}
+
+impl ScanBand {
+    fn clear(&mut self) {
+        self.points.clear();
+        self.stats = DetectStats::default();
+    }
+}
+
+/// A sink that keeps every keypoint offered, in order (a band's, offered to the frame's sink
+/// afterwards).
+#[derive(Debug, Default)]
+struct CollectedPoints(Vec<Keypoint>);
+
+impl KeypointSink for CollectedPoints {
+    fn offer(&mut self, point: Keypoint) {
+        self.0.push(point);
+    }
+    fn points(&self) -> &[Keypoint] {
+        &self.0
+    }
+    fn points_mut(&mut self) -> &mut [Keypoint] {
+        &mut self.0
+    }
+    fn dropped(&self) -> usize {
+        0
+    }
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Detects SURF keypoints into `sink` on `pool` (or this thread) with `kernels`.
+pub(super) fn detect_surf<S: KeypointSink>(
+    ii: &surfcl_core::IntegralImage<'_>,
+    config: &surf::SurfConfig,
+    scratch: &mut [u32],
+    sink: &mut S,
+    pool: Option<&rayon::ThreadPool>,
+    kernels: &Kernels,
+    buffers: &mut DetectBuffers,
+) -> Result<DetectStats, SurfError> {
+    match pool {
+        Some(pool) => {
+            let mut threads = Threads {
+                pool,
+                kernels,
+                buffers,
+            };
+            surf::detect_with_strategy(ii, config, scratch, sink, &mut threads)
+        }
+        None => {
+            let mut one = OneThread { kernels, buffers };
+            surf::detect_with_strategy(ii, config, scratch, sink, &mut one)
+        }
+    }
+}
