@@ -319,8 +319,9 @@ impl Backend for OpenClBackend {
     }
 }
 
-/// Opens the OpenCL backend on the device chosen by `spec` (`None` or "auto": prefer a GPU,
-/// else any device; a number: the index in `list_devices`; otherwise a name substring).
+/// Opens the OpenCL backend on the device chosen by `spec` (`None` or "auto": a GPU, else an
+/// accelerator, else any device, an OpenCL CPU device included; a number: the index in
+/// `list_devices`; otherwise a name substring).
 pub fn open(spec: Option<&str>) -> Result<Box<dyn Backend>, OpenClError> {
     Ok(Box::new(OpenClBackend::new(spec)?))
 }

@@ -106,7 +106,7 @@ pub struct Detector {
 
 impl Detector {
     /// Opens `config` on the device chosen by `spec` (an index or a name substring, see
-    /// [`select`]).
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>, config: DetectorConfig) -> Result<Self, OpenClError> {
         Self::new(Gpu::new(select(spec)?)?, config)
     }

@@ -108,8 +108,9 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, OpenClError> {
 }
 
 /// Picks a device: `None`, `""` or `"auto"`: the first GPU of any platform, else the first
-/// accelerator, else the first device; a number: that index of [`list_devices`]; otherwise the first device whose name or
-/// platform name contains `spec` (case-insensitive).
+/// accelerator, else the first device (OpenCL was asked for: a CPU device too); a number: that
+/// index of [`list_devices`]; otherwise the first device whose name or platform name contains
+/// `spec` (case-insensitive).
 pub(crate) fn select(spec: Option<&str>) -> Result<Selected, OpenClError> {
     let all = enumerate()?;
     let spec = spec.map(str::trim).unwrap_or("auto");

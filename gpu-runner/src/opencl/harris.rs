@@ -143,7 +143,7 @@ fn tile_local_bytes(items: usize, r: usize) -> u64 {
 
 impl HarrisPipeline {
     /// Makes a pipeline on the device chosen by `spec` (an index or a name substring, see
-    /// [`select`]).
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>, config: HarrisPipelineConfig) -> Result<Self, OpenClError> {
         Self::new(Gpu::new(select(spec)?)?, config)
     }

@@ -120,7 +120,7 @@ impl Element for i8 {
 
 impl GpuMatcher {
     /// Makes a matcher on the device chosen by `spec` (an index or a name substring, see
-    /// [`select`]).
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>) -> Result<Self, OpenClError> {
         Self::new(Gpu::new(select(spec)?)?)
     }

@@ -182,7 +182,7 @@ pub struct StreamPipeline {
 
 impl StreamPipeline {
     /// Makes a SURF streaming pipeline on the device chosen by `spec` (an index or a name
-    /// substring, see [`select`]).
+    /// substring, see `opencl::open`).
     pub fn open(
         spec: Option<&str>,
         config: SurfPipelineConfig,

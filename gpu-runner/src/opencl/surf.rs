@@ -133,7 +133,7 @@ pub struct SurfPipeline {
 
 impl SurfPipeline {
     /// Makes a pipeline on the device chosen by `spec` (an index or a name substring, see
-    /// [`select`]).
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>, config: SurfPipelineConfig) -> Result<Self, OpenClError> {
         Self::new(Gpu::new(select(spec)?)?, config)
     }
