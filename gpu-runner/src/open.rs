@@ -65,11 +65,16 @@ pub fn explain_auto() -> AutoChoice {
     } else {
         let names: Vec<String> = devices
             .iter()
-            .map(|d| format!("{} {} / {}", d.kind, d.platform, d.name))
+            .map(|d| format!("{} / {} ({})", d.platform, d.name, d.kind))
             .collect();
+        let (is, runs) = if devices.len() == 1 {
+            ("is", "runs")
+        } else {
+            ("are", "run")
+        };
         format!(
-            "no OpenCL GPU or accelerator, and the native CPU backend is faster than an OpenCL \
-             CPU device ({} runs with --backend opencl)",
+            "no OpenCL GPU or accelerator; the OpenCL {} {is} slower than the CPU backend and \
+             {runs} with --backend opencl",
             names.join(", ")
         )
     };
