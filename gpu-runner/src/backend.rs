@@ -78,8 +78,7 @@ pub trait Backend: Send {
     /// the caller's memory where it is): detect with [`Backend::detect_into`] then.
     ///
     /// The OpenCL backend hands out its detector's pinned input area: the upload becomes a DMA
-    /// instead of the driver's copy of pageable memory (1920x1080 on an H100: 0.40 instead of
-    /// 0.56 ms end to end). Errors when `params` are invalid or the size is outside the core's
+    /// instead of the driver's copy of pageable memory (docs/BENCHMARKS.md). Errors when `params` are invalid or the size is outside the core's
     /// limits. Each call hands the area out for one frame, replacing any earlier one.
     fn input_area(
         &mut self,
@@ -194,4 +193,68 @@ pub fn frame_pixels(
                 "a {width}x{height} frame does not fit an input frame of {capacity} bytes"
             ))
         })
+}
+
+// `Box<dyn Backend>` is itself a backend, so that a wrapper generic over `B: Backend` (the
+// fault-injection wrapper of `fault.rs`) can wrap whatever `open_backend` returned. Every method
+// is forwarded, the defaulted ones too: method calls on a `Box<dyn Backend>` resolve to this
+// impl, and a default here would hide the boxed backend's own version (its in-place
+// `detect_into`, its input area).
+impl Backend for Box<dyn Backend> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn device(&self) -> String {
+        (**self).device()
+    }
+    fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
+        (**self).detect(image, params)
+    }
+    fn detect_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_into(image, params, out)
+    }
+    fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+    ) -> Result<Option<&mut [u8]>, Error> {
+        (**self).input_area(width, height, params)
+    }
+    fn detect_input_into(
+        &mut self,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_input_into(width, height, params, out)
+    }
+    fn input_frame(&mut self, capacity: usize) -> Result<Option<Box<dyn InputFrame>>, Error> {
+        (**self).input_frame(capacity)
+    }
+    fn detect_frame_into(
+        &mut self,
+        frame: &mut dyn InputFrame,
+        width: usize,
+        height: usize,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        (**self).detect_frame_into(frame, width, height, params, out)
+    }
+    fn match_features(
+        &mut self,
+        query: &Features,
+        train: &Features,
+        config: &MatchConfig,
+        descriptor: DescriptorKind,
+    ) -> Result<Vec<Match>, Error> {
+        (**self).match_features(query, train, config, descriptor)
+    }
 }

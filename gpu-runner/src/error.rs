@@ -66,7 +66,7 @@ pub enum Error {
     Match(#[from] surfcl_core::matcher::MatchError),
     /// An OpenCL error.
     #[error("OpenCL: {0}")]
-    OpenCl(#[from] crate::opencl::OpenClError),
+    OpenCl(#[from] crate::opencl::error::OpenClError),
     /// A command-line argument (or a combination of them) is invalid.
     #[error("{0}")]
     InvalidArgument(String),

@@ -22,9 +22,9 @@ use std::str::FromStr;
 use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
 
-use crate::backend::{Backend, DescriptorKind, DetectParams, Features, InputFrame};
+use crate::backend::{Backend, DescriptorKind, DetectParams, Features};
 use crate::error::Error;
-use crate::opencl::OpenClError;
+use crate::opencl::error::OpenClError;
 
 /// The environment variable read by [`FaultPlan::from_env`].
 pub const FAULT_ENV: &str = "SURFCL_FAULT";
@@ -277,69 +277,6 @@ pub fn wrap_from_env(backend: Box<dyn Backend>) -> Result<Box<dyn Backend>, Erro
         Some(plan) => Box::new(FaultyBackend::new(backend, plan)),
         None => backend,
     })
-}
-
-// `Box<dyn Backend>` is itself a backend, so `wrap_from_env` can wrap whatever `open_backend`
-// returned. Every method is forwarded, the defaulted ones too: method calls on a
-// `Box<dyn Backend>` resolve to this impl, and a default here would hide the boxed backend's own
-// version (its in-place `detect_into`, its input area).
-impl Backend for Box<dyn Backend> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn device(&self) -> String {
-        (**self).device()
-    }
-    fn detect(&mut self, image: &GrayImage<'_>, params: &DetectParams) -> Result<Features, Error> {
-        (**self).detect(image, params)
-    }
-    fn detect_into(
-        &mut self,
-        image: &GrayImage<'_>,
-        params: &DetectParams,
-        out: &mut Features,
-    ) -> Result<(), Error> {
-        (**self).detect_into(image, params, out)
-    }
-    fn input_area(
-        &mut self,
-        width: usize,
-        height: usize,
-        params: &DetectParams,
-    ) -> Result<Option<&mut [u8]>, Error> {
-        (**self).input_area(width, height, params)
-    }
-    fn detect_input_into(
-        &mut self,
-        width: usize,
-        height: usize,
-        params: &DetectParams,
-        out: &mut Features,
-    ) -> Result<(), Error> {
-        (**self).detect_input_into(width, height, params, out)
-    }
-    fn input_frame(&mut self, capacity: usize) -> Result<Option<Box<dyn InputFrame>>, Error> {
-        (**self).input_frame(capacity)
-    }
-    fn detect_frame_into(
-        &mut self,
-        frame: &mut dyn InputFrame,
-        width: usize,
-        height: usize,
-        params: &DetectParams,
-        out: &mut Features,
-    ) -> Result<(), Error> {
-        (**self).detect_frame_into(frame, width, height, params, out)
-    }
-    fn match_features(
-        &mut self,
-        query: &Features,
-        train: &Features,
-        config: &MatchConfig,
-        descriptor: DescriptorKind,
-    ) -> Result<Vec<Match>, Error> {
-        (**self).match_features(query, train, config, descriptor)
-    }
 }
 
 #[cfg(test)]

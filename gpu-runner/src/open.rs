@@ -1,30 +1,114 @@
-//! Opening a backend: OpenCL when there is a device, else the CPU reference.
+//! Opening a backend, and the rule `auto` follows: an OpenCL GPU or accelerator when there is
+//! one, else the native CPU backend. An OpenCL CPU device (PoCL) compiles the kernels for the
+//! cores the CPU backend already uses with its own threads and SIMD, and is slower than it
+//! (docs/BENCHMARKS.md), so `auto` leaves it to an explicit
+//! `--backend opencl` or `--device`.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backend::{Backend, BackendChoice};
+use crate::cpu::CpuBackend;
 use crate::error::Error;
-use crate::opencl::OpenClError;
+use crate::opencl::{self, DeviceInfo, OpenClError, preferred_device};
 
-/// Whether the "falling back to the CPU" note was printed already (once per process).
-static FALLBACK_NOTED: AtomicBool = AtomicBool::new(false);
+/// Whether the "using the CPU backend" note was printed already (once per process).
+static CPU_NOTED: AtomicBool = AtomicBool::new(false);
+
+/// What [`BackendChoice::Auto`] runs on this machine, and why ([`explain_auto`]).
+#[derive(Debug, Clone)]
+pub struct AutoChoice {
+    /// The OpenCL device `auto` opens (a GPU or an accelerator), or `None` for the native CPU
+    /// backend.
+    pub device: Option<DeviceInfo>,
+    /// Why this backend, in one clause (for `surfcl devices` and the note of a CPU run).
+    pub reason: String,
+}
+
+impl AutoChoice {
+    /// The backend `auto` opens: [`BackendChoice::OpenCl`] or [`BackendChoice::Cpu`].
+    pub fn backend(&self) -> BackendChoice {
+        if self.device.is_some() {
+            BackendChoice::OpenCl
+        } else {
+            BackendChoice::Cpu
+        }
+    }
+}
+
+/// Which backend [`BackendChoice::Auto`] takes on this machine (without `--device`), and why:
+/// the first OpenCL GPU, else the first accelerator, else the native CPU backend, whose reason
+/// then says what OpenCL there is (nothing, or only CPU devices that run with
+/// `--backend opencl`). An OpenCL failure other than "no platform" is the reason too: `auto`
+/// runs the CPU backend then, and says why.
+pub fn explain_auto() -> AutoChoice {
+    let devices = match opencl::list_devices() {
+        Ok(devices) => devices,
+        Err(e) => {
+            return AutoChoice {
+                device: None,
+                reason: e.to_string(),
+            };
+        }
+    };
+    if let Some(device) = preferred_device(&devices) {
+        return AutoChoice {
+            reason: format!(
+                "the first OpenCL {} of this machine: {} / {} (device {})",
+                device.kind, device.platform, device.name, device.index
+            ),
+            device: Some(device.clone()),
+        };
+    }
+    let reason = if devices.is_empty() {
+        "no OpenCL device".to_string()
+    } else {
+        let names: Vec<String> = devices
+            .iter()
+            .map(|d| format!("{} / {} ({})", d.platform, d.name, d.kind))
+            .collect();
+        let (is, runs) = if devices.len() == 1 {
+            ("is", "runs")
+        } else {
+            ("are", "run")
+        };
+        format!(
+            "no OpenCL GPU or accelerator; the OpenCL {} {is} slower than the CPU backend and \
+             {runs} with --backend opencl",
+            names.join(", ")
+        )
+    };
+    AutoChoice {
+        device: None,
+        reason,
+    }
+}
+
+/// Whether `device_spec` names a device (an index or a name substring), rather than leaving
+/// the choice to `auto`.
+fn names_a_device(device_spec: Option<&str>) -> bool {
+    device_spec.is_some_and(|s| !s.trim().is_empty() && !s.trim().eq_ignore_ascii_case("auto"))
+}
 
 /// Opens the backend chosen by `choice`. `device_spec` (an index or a name substring, see
 /// [`crate::opencl::open`]) only applies to OpenCL.
 ///
-/// With [`BackendChoice::Auto`], a machine without any OpenCL platform or device falls back to
-/// the CPU and says so on stderr once; any other OpenCL failure (a kernel that does not build, a
-/// `--device` that matches nothing) is an error, because silently hiding it would make timings
-/// and results misleading.
+/// [`BackendChoice::Auto`] follows [`explain_auto`]: an OpenCL GPU or accelerator when there is
+/// one, else the CPU backend (with a note on stderr, once per process). A `device_spec` that
+/// names a device asks for OpenCL on it, whatever its kind; a device that fails to open (a
+/// kernel that does not build, a `--device` that matches nothing) is an error, because silently
+/// hiding it would make timings and results misleading.
 ///
-/// When the `SURFCL_FAULT` environment variable is set, the backend is wrapped in a
-/// [`crate::fault::FaultyBackend`] that fails the planned call (robustness tests of the CLI).
+/// Built with the `fault-injection` feature, a set `SURFCL_FAULT` environment variable wraps the
+/// backend in a `fault::FaultyBackend` that fails the planned call (robustness tests of the CLI).
 pub fn open_backend(
     choice: BackendChoice,
     device_spec: Option<&str>,
 ) -> Result<Box<dyn Backend>, Error> {
-    crate::fault::wrap_from_env(open_unwrapped(choice, device_spec)?)
+    let backend = open_unwrapped(choice, device_spec)?;
+    #[cfg(feature = "fault-injection")]
+    let backend = crate::fault::wrap_from_env(backend)?;
+    Ok(backend)
 }
 
 /// [`open_backend`] without the fault-injection hook.
@@ -33,31 +117,36 @@ fn open_unwrapped(
     device_spec: Option<&str>,
 ) -> Result<Box<dyn Backend>, Error> {
     match choice {
-        BackendChoice::Cpu => Ok(Box::new(crate::cpu::CpuBackend::new())),
-        BackendChoice::OpenCl => Ok(crate::opencl::open(device_spec)?),
-        BackendChoice::Auto => match crate::opencl::open(device_spec) {
-            Ok(backend) => Ok(backend),
-            Err(e) if is_unavailable(&e, device_spec) => {
-                if !FALLBACK_NOTED.swap(true, Ordering::Relaxed) {
-                    // Not `eprintln!`: it panics when stderr is a closed pipe (`2>&1 | head`).
-                    let _ = writeln!(std::io::stderr(), "note: {e}; using the CPU backend");
+        BackendChoice::Cpu => Ok(Box::new(CpuBackend::new())),
+        BackendChoice::OpenCl => Ok(opencl::open(device_spec)?),
+        BackendChoice::Auto if names_a_device(device_spec) => Ok(opencl::open(device_spec)?),
+        BackendChoice::Auto => {
+            let auto = explain_auto();
+            match auto.device {
+                Some(device) => Ok(opencl::open(Some(&device.index.to_string()))?),
+                None => {
+                    if !CPU_NOTED.swap(true, Ordering::Relaxed) {
+                        // Not `eprintln!`: it panics when stderr is a closed pipe (`2>&1 | head`).
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "note: {}; using the CPU backend",
+                            auto.reason
+                        );
+                    }
+                    Ok(Box::new(CpuBackend::new()))
                 }
-                Ok(Box::new(crate::cpu::CpuBackend::new()))
             }
-            Err(e) => Err(e.into()),
-        },
+        }
     }
 }
 
-/// Whether an OpenCL error only means "there is no OpenCL here" (the case `auto` falls back on):
-/// no platform at all, or no device while the user did not ask for a particular one. A `--device`
-/// that matches nothing stays an error: the user asked for something that is not there.
-fn is_unavailable(e: &OpenClError, device_spec: Option<&str>) -> bool {
-    let any_device =
-        device_spec.is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
+/// Whether an OpenCL error only means "there is no OpenCL here": no platform, no device while
+/// none in particular was asked for, or a build without OpenCL. For front ends that open
+/// OpenCL pipelines themselves (`surfcl stream`) and fall back to the CPU as `auto` does.
+pub fn is_unavailable(e: &OpenClError, device_spec: Option<&str>) -> bool {
     match e {
-        OpenClError::NoPlatform => true,
-        OpenClError::NoDevice { .. } => any_device,
+        OpenClError::NoPlatform | OpenClError::NotBuilt => true,
+        OpenClError::NoDevice { .. } => !names_a_device(device_spec),
         _ => false,
     }
 }

@@ -255,3 +255,47 @@ impl Processor for BackendProcessor {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use surfcl_core::config::BackendChoice;
+    use surfcl_gpu::opencl::{list_devices, preferred_device};
+
+    use super::*;
+
+    /// The node's `backend: auto` follows the library's rule: an OpenCL GPU or accelerator when
+    /// the machine has one, else the native CPU backend, also where PoCL's CPU device is
+    /// installed (the development machine and CI): PoCL runs only when asked for.
+    #[test]
+    fn auto_runs_an_opencl_gpu_or_else_the_native_cpu_backend() {
+        let params = NodeParams {
+            backend: BackendChoice::Auto,
+            ..NodeParams::default()
+        };
+        let processor = BackendFactory.open(&params).unwrap();
+        let devices = list_devices().unwrap_or_default();
+        let want = match preferred_device(&devices) {
+            Some(_) => "opencl: ",
+            None => "cpu: ",
+        };
+        assert!(
+            processor.describe().starts_with(want),
+            "{} with devices {devices:?}",
+            processor.describe()
+        );
+        // Asked for by name, OpenCL runs on whatever device there is, a CPU device included.
+        if let Some(first) = devices.first() {
+            let params = NodeParams {
+                backend: BackendChoice::OpenCl,
+                device: first.index.to_string(),
+                ..NodeParams::default()
+            };
+            let processor = BackendFactory.open(&params).unwrap();
+            assert!(
+                processor.describe().starts_with("opencl: "),
+                "{}",
+                processor.describe()
+            );
+        }
+    }
+}

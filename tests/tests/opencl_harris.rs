@@ -16,8 +16,8 @@ use surfcl_core::integral::integral_len;
 use surfcl_core::{GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
 use surfcl_gpu::backend::{Backend, DetectParams, DetectorKind};
 use surfcl_gpu::cpu::CpuBackend;
-use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::{DetectOutput, OpenClBackend, OpenClError};
+use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_tests::{load_pgm, require_opencl};
 
 fn boat() -> (Vec<u8>, usize, usize) {

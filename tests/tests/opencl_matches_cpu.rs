@@ -8,7 +8,7 @@ use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32, match_q7};
 use surfcl_core::surf::{self, PackedCodeTable, Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
-use surfcl_gpu::opencl::{GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig};
+use surfcl_gpu::opencl::{GpuMatcher, MatchTimings, OpenClError, SurfPipeline, SurfPipelineConfig};
 use surfcl_tests::{load_pgm, require_opencl};
 
 fn boat(n: u32) -> (Vec<u8>, usize, usize) {
@@ -26,10 +26,16 @@ fn crop(src: &(Vec<u8>, usize, usize), w: usize, h: usize) -> Vec<u8> {
         .collect()
 }
 
-fn pipeline(w: usize, h: usize, surf: SurfConfig, max_kp: usize, local: Option<usize>) -> Pipeline {
-    Pipeline::open(
+fn pipeline(
+    w: usize,
+    h: usize,
+    surf: SurfConfig,
+    max_kp: usize,
+    local: Option<usize>,
+) -> SurfPipeline {
+    SurfPipeline::open(
         None,
-        PipelineConfig {
+        SurfPipelineConfig {
             max_width: w,
             max_height: h,
             surf,
@@ -115,7 +121,7 @@ fn noise(w: usize, h: usize, seed: u32) -> Vec<u8> {
 }
 
 /// Runs `pixels` (`w x h`) through `p` and checks its integral image against the core's.
-fn check_integral(p: &mut Pipeline, pixels: &[u8], w: usize, h: usize, what: &str) {
+fn check_integral(p: &mut SurfPipeline, pixels: &[u8], w: usize, h: usize, what: &str) {
     let img = GrayImage::new(pixels, w, h).unwrap();
     p.detect(&img).unwrap();
     let mut table = vec![0u32; integral_len(w, h).unwrap()];
@@ -395,7 +401,7 @@ fn frames_written_into_the_pinned_input_give_the_same_results() {
     require_opencl();
     let src = boat(1);
     let (w, h) = (src.1, src.2);
-    let config = surfcl_gpu::opencl::DetectorConfig::Surf(PipelineConfig {
+    let config = surfcl_gpu::opencl::DetectorConfig::Surf(SurfPipelineConfig {
         max_width: w,
         max_height: h,
         surf: SurfConfig::default(),

@@ -8,7 +8,7 @@ use std::path::Path;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::io::load_gray;
 use surfcl_gpu::opencl::{
-    DetectOutput, DetectorConfig, Pipeline, PipelineConfig, StreamPipeline, profiling,
+    DetectOutput, DetectorConfig, StreamPipeline, SurfPipeline, SurfPipelineConfig, profiling,
     set_profiling,
 };
 
@@ -17,10 +17,10 @@ fn boat() -> surfcl_gpu::io::OwnedGray {
     load_gray(&path).unwrap()
 }
 
-fn pipeline(width: usize, height: usize) -> Option<Pipeline> {
-    match Pipeline::open(
+fn pipeline(width: usize, height: usize) -> Option<SurfPipeline> {
+    match SurfPipeline::open(
         None,
-        PipelineConfig {
+        SurfPipelineConfig {
             max_width: width,
             max_height: height,
             surf: SurfConfig::default(),
@@ -83,7 +83,7 @@ fn profiling_switch_changes_timings_not_results() {
     assert!(!profiled.detect(&view).unwrap().timings.is_empty());
 
     // Streams: the same.
-    let config = DetectorConfig::Surf(PipelineConfig {
+    let config = DetectorConfig::Surf(SurfPipelineConfig {
         max_width: w,
         max_height: h,
         surf: SurfConfig::default(),

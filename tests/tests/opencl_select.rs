@@ -13,8 +13,8 @@ use surfcl_core::harris::{self, HarrisConfig};
 use surfcl_core::integral::integral_len;
 use surfcl_core::surf::{self, SurfConfig};
 use surfcl_core::{GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
-use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
-use surfcl_gpu::opencl::{DetectOutput, Pipeline, PipelineConfig};
+use surfcl_gpu::opencl::{DetectOutput, SurfPipeline, SurfPipelineConfig};
+use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_tests::require_opencl;
 
 const W: usize = 4096;
@@ -103,9 +103,9 @@ fn surf_selection(px: &[u8]) {
     let stats = surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
     sink.sort();
 
-    let mut gpu = Pipeline::open(
+    let mut gpu = SurfPipeline::open(
         None,
-        PipelineConfig {
+        SurfPipelineConfig {
             max_width: W,
             max_height: H,
             surf: config,

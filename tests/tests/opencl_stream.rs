@@ -1,5 +1,5 @@
 //! The streaming pipeline against frame-by-frame processing, on PoCL in CI: the same keypoints
-//! and descriptors as `Pipeline::detect` of each frame alone, the same matches as the core's
+//! and descriptors as `SurfPipeline::detect` of each frame alone, the same matches as the core's
 //! `match_f32` of each frame against the previous good one, and bad frames skipped without
 //! disturbing the stream.
 
@@ -7,10 +7,10 @@ use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
-use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::{
-    DetectorConfig, OpenClError, Pipeline, PipelineConfig, StreamFrame, StreamPipeline,
+    DetectorConfig, OpenClError, StreamFrame, StreamPipeline, SurfPipeline, SurfPipelineConfig,
 };
+use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_tests::{core_matches, require_opencl};
 
 /// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
@@ -51,8 +51,8 @@ fn crop(src: &(Vec<u8>, usize, usize), dx: usize, dy: usize, w: usize, h: usize)
         .collect()
 }
 
-fn config(w: usize, h: usize) -> PipelineConfig {
-    PipelineConfig {
+fn config(w: usize, h: usize) -> SurfPipelineConfig {
+    SurfPipelineConfig {
         max_width: w,
         max_height: h,
         surf: SurfConfig::default(),
@@ -84,7 +84,7 @@ fn stream_equals_frame_by_frame_and_skips_bad_frames() {
             ..MatchConfig::default()
         };
         // Reference: each good frame alone, then the core matcher against the previous good one.
-        let mut single = Pipeline::open(None, config(w, h)).unwrap();
+        let mut single = SurfPipeline::open(None, config(w, h)).unwrap();
         let reference: Vec<_> = crops
             .iter()
             .map(|c| single.detect(&GrayImage::new(c, w, h).unwrap()).unwrap())
@@ -265,7 +265,7 @@ fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
     let sequence: Vec<&[u8]> = vec![
         &crops[0], &flat, &flat, &crops[1], &crops[2], &flat, &crops[0],
     ];
-    let mut single = Pipeline::open(None, config(w, h)).unwrap();
+    let mut single = SurfPipeline::open(None, config(w, h)).unwrap();
     let reference: Vec<_> = sequence
         .iter()
         .map(|p| single.detect(&GrayImage::new(p, w, h).unwrap()).unwrap())
@@ -366,7 +366,7 @@ fn stream_cli_reports_bad_files_and_matches_good_frames() {
             .map(|p| {
                 let image = GrayImage::new(p, w, h).unwrap();
                 if detector == "surf" {
-                    Pipeline::open(None, config(w, h))
+                    SurfPipeline::open(None, config(w, h))
                         .unwrap()
                         .detect(&image)
                         .unwrap()

@@ -12,14 +12,14 @@ use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::io::OwnedGray;
-use surfcl_gpu::opencl::harris::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_gpu::opencl::inject::{
     CL_FAULT_ENV, ClFaultPlan, FaultPoint, INJECTED, clear_plan, set_plan,
 };
 use surfcl_gpu::opencl::{
-    DetectOutput, DetectorConfig, GpuMatcher, MatchTimings, OpenClError, Pipeline, PipelineConfig,
-    StreamFrame, StreamPipeline,
+    DetectOutput, DetectorConfig, GpuMatcher, MatchTimings, OpenClError, StreamFrame,
+    StreamPipeline, SurfPipeline, SurfPipelineConfig,
 };
+use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
 use surfcl_tests::{boat_image, core_matches, require_opencl};
 
 const W: usize = 200;
@@ -46,8 +46,8 @@ fn frames() -> Vec<OwnedGray> {
         .collect()
 }
 
-fn surf_config() -> PipelineConfig {
-    PipelineConfig {
+fn surf_config() -> SurfPipelineConfig {
+    SurfPipelineConfig {
         max_width: W,
         max_height: H,
         surf: SurfConfig::default(),
@@ -87,7 +87,7 @@ fn frame_faults_are_typed_and_the_pipeline_stays_usable() {
     require_opencl();
     let frames = frames();
     let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
-    let mut surf_ref = Pipeline::open(None, surf_config()).unwrap();
+    let mut surf_ref = SurfPipeline::open(None, surf_config()).unwrap();
     let mut harris_ref = HarrisPipeline::open(None, harris_config()).unwrap();
     let want_surf: Vec<_> = views.iter().map(|v| surf_ref.detect(v).unwrap()).collect();
     let want_harris: Vec<_> = views
@@ -96,7 +96,7 @@ fn frame_faults_are_typed_and_the_pipeline_stays_usable() {
         .collect();
     assert!(want_surf[1].keypoints.len() > 20 && want_harris[1].keypoints.len() > 20);
 
-    let mut surf = Pipeline::open(None, surf_config()).unwrap();
+    let mut surf = SurfPipeline::open(None, surf_config()).unwrap();
     let mut harris = HarrisPipeline::open(None, harris_config()).unwrap();
     // Enqueue faults at the first, a middle and the last kernel of a frame (SURF: 8, Harris:
     // 7 kernels), and one beyond the frame's kernels, which must not fire in that frame.
@@ -148,7 +148,7 @@ fn creation_faults_are_typed_and_a_retry_works() {
     require_opencl();
     let frames = frames();
     let view = frames[0].view().unwrap();
-    let want = Pipeline::open(None, surf_config())
+    let want = SurfPipeline::open(None, surf_config())
         .unwrap()
         .detect(&view)
         .unwrap();
@@ -159,10 +159,10 @@ fn creation_faults_are_typed_and_a_retry_works() {
         (FaultPoint::Build, 1),
     ] {
         plan(point, nth);
-        let e = Pipeline::open(None, surf_config()).unwrap_err();
+        let e = SurfPipeline::open(None, surf_config()).unwrap_err();
         assert!(!clear_plan(), "pipeline {point}:{nth} did not fire");
         assert!(is_injected(&e, point), "pipeline {point}:{nth}: {e}");
-        let got = Pipeline::open(None, surf_config())
+        let got = SurfPipeline::open(None, surf_config())
             .unwrap()
             .detect(&view)
             .unwrap();
@@ -183,7 +183,7 @@ fn creation_faults_are_typed_and_a_retry_works() {
     let e = GpuMatcher::open(None).unwrap_err();
     assert!(!clear_plan() && is_injected(&e, FaultPoint::Build), "{e}");
     let mut matcher = GpuMatcher::open(None).unwrap();
-    let d = Pipeline::open(None, surf_config())
+    let d = SurfPipeline::open(None, surf_config())
         .unwrap()
         .detect(&view)
         .unwrap();
@@ -258,7 +258,7 @@ fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
     ] {
         let want: Vec<DetectOutput> = match detector {
             DetectorConfig::Surf(c) => {
-                let mut p = Pipeline::open(None, c).unwrap();
+                let mut p = SurfPipeline::open(None, c).unwrap();
                 views.iter().map(|v| p.detect(v).unwrap()).collect()
             }
             DetectorConfig::Harris(c) => {
@@ -315,7 +315,7 @@ fn stream_matching_fault_restarts_the_sequence() {
     let frames = frames();
     let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
     let matching = MatchConfig::default();
-    let mut reference = Pipeline::open(None, surf_config()).unwrap();
+    let mut reference = SurfPipeline::open(None, surf_config()).unwrap();
     let want: Vec<DetectOutput> = views.iter().map(|v| reference.detect(v).unwrap()).collect();
     let mut stream =
         StreamPipeline::open_detector(None, DetectorConfig::Surf(surf_config()), matching).unwrap();

@@ -40,7 +40,8 @@ use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, 
 use crate::error::Error;
 use crate::open_backend;
 use crate::opencl::{
-    Detector, DetectorConfig, GpuMatcher, OpenClError, Pipeline, PipelineConfig, StreamPipeline,
+    Detector, DetectorConfig, GpuMatcher, OpenClError, StreamPipeline, SurfPipeline,
+    SurfPipelineConfig,
 };
 
 /// Where the benchmark frame is looked for: `$SURFCL_BENCH_IMAGE` when set (the value
@@ -692,9 +693,9 @@ fn bench_memory(
     let mut rows = Vec::new();
     for (w, h) in sizes.iter().map(|s| (s.width, s.height)) {
         for precision in [Precision::F32, Precision::Packed8] {
-            let pipeline = Pipeline::open(
+            let pipeline = SurfPipeline::open(
                 device,
-                PipelineConfig {
+                SurfPipelineConfig {
                     max_width: w,
                     max_height: h,
                     surf: SurfConfig {

@@ -116,6 +116,7 @@ fn error_chain(e: &Error) -> String {
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     // A misspelt fault plan would silently test nothing: refuse it up front.
+    #[cfg(feature = "fault-injection")]
     crate::opencl::inject::plan_from_env().map_err(Error::InvalidArgument)?;
     match cli.command {
         Command::Devices => commands::devices(),

@@ -6,8 +6,10 @@ use surfcl_core::describe::to_q7;
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{DescriptorQ7, GrayImage};
 
-use super::OpenClError;
-use super::frame::{DetectOutput, Detector, DetectorConfig, PinnedFrame};
+use super::detector::{Detector, DetectorConfig};
+use super::device::select;
+use super::error::OpenClError;
+use super::frame::{DetectOutput, PinnedFrame};
 use super::gpu::Gpu;
 use super::matcher::{GpuMatcher, MatchTimings};
 use crate::backend::{
@@ -43,10 +45,10 @@ struct HandedOut {
 }
 
 impl OpenClBackend {
-    /// Opens the device chosen by `spec` (see [`super::open`]).
+    /// Opens the device chosen by `spec` (see [`open`]).
     pub fn new(spec: Option<&str>) -> Result<Self, OpenClError> {
         Ok(Self {
-            gpu: Gpu::new(super::select(spec)?)?,
+            gpu: Gpu::new(select(spec)?)?,
             detectors: Vec::new(),
             matcher: None,
             local_size: None,
@@ -317,20 +319,23 @@ impl Backend for OpenClBackend {
     }
 }
 
+/// Opens the OpenCL backend on the device chosen by `spec` (`None` or "auto": a GPU, else an
+/// accelerator, else any device, an OpenCL CPU device included; a number: the index in
+/// `list_devices`; otherwise a name substring).
+pub fn open(spec: Option<&str>) -> Result<Box<dyn Backend>, OpenClError> {
+    Ok(Box::new(OpenClBackend::new(spec)?))
+}
+
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use surfcl_core::Keypoint;
 
     use super::*;
     use crate::backend::DetectorKind;
-    use crate::io::load_gray;
 
     /// A `w x h` crop of boat image 1 at (`x0`, `y0`).
     fn boat_crop(x0: usize, y0: usize, w: usize, h: usize) -> Vec<u8> {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
-        let boat = load_gray(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let boat = crate::opencl::test_images::boat();
         (0..h)
             .flat_map(|y| {
                 boat.pixels[(y0 + y) * boat.width + x0..][..w]
@@ -372,7 +377,7 @@ mod tests {
             .collect();
         let (kept_busy, kept_plain) = (expected[0].keypoints.len(), expected[1].keypoints.len());
         assert!(
-            kept_busy > super::super::frame::readback_hint(kept_plain, params.max_keypoints),
+            kept_busy > crate::opencl::frame::readback_hint(kept_plain, params.max_keypoints),
             "the pictures must differ enough to test the readback hint: {kept_busy} and {kept_plain} keypoints"
         );
 

@@ -1,34 +1,30 @@
-//! The detector seam of the OpenCL backend: what every detector on a device shares, and the one
-//! place that chooses between them.
+//! The per-frame base of every OpenCL detector: what a frame needs whichever detector runs.
 //!
-//! A detector (SURF in `pipeline.rs`, Harris in `harris.rs`) is a set of kernels behind
+//! A detector (SURF in `surf.rs`, Harris in `harris.rs`) is a set of kernels behind
 //! [`DetectorKernels`]. Everything else about a frame is the same for all of them and lives
 //! here, in [`FrameIo`] and [`run_frame`]: the size check, the upload (straight from the
-//! caller's pixels), the readback of the result header and the kept records (sized from the
-//! last frames, [`ReadHint`]; a second read only when a frame keeps more), the re-run after a
-//! detector grew its buffers, and the output built from the records ([`super::record`]), into
-//! the caller's arrays when it hands some back ([`Detector::detect_into`]).
+//! caller's pixels, from the detector's pinned input area or from a caller's [`PinnedFrame`]),
+//! the readback of the result header and the kept records (sized from the last frames,
+//! [`ReadHint`]; a second read only when a frame keeps more), the re-run after a detector grew
+//! its buffers, and the output built from the records ([`super::record`]), into the caller's
+//! arrays when it hands some back.
 //!
-//! [`DetectorConfig`] says which detector and for what; [`DetectorConfig::open`] is the
-//! registration (the backend, the streams and `surfcl bench` all open detectors through it),
-//! and [`Detector`] is the public handle. A third detector is one new file implementing
-//! [`DetectorKernels`] plus its variant here.
+//! This file knows no detector: the registry of detectors (`detector.rs`) builds on it, as the
+//! detectors themselves do.
 
 use std::time::Instant;
 
 use ocl::flags::MemFlags;
-use ocl::{Buffer, Event, Kernel, Program, Queue};
-use surfcl_core::describe::ORIENTATION_GRID;
+use ocl::{Buffer, Event, Queue};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
-use super::OpenClError;
-use super::enqueue::{Staging, launch_after};
+use super::enqueue::Staging;
+use super::error::OpenClError;
 use super::gpu::Gpu;
-use super::harris::{HarrisPipeline, HarrisPipelineConfig};
 use super::inject::{self, FaultPoint};
-use super::pipeline::{Pipeline, PipelineConfig};
-use super::record::{Header, Record, readback_words};
-use crate::backend::{DetectParams, DetectorKind, MAX_KEYPOINTS_LIMIT, StageTiming};
+use super::record::{HEADER_WORDS, Header, Record, readback_words};
+use crate::backend::{InputFrame, MAX_KEYPOINTS_LIMIT, StageTiming};
+use crate::error::Error;
 
 /// The result of one frame.
 #[derive(Debug, Clone, Default)]
@@ -65,7 +61,7 @@ pub(crate) struct FrameIo {
     /// Header and kept records (module [`super::record`]).
     pub result: Buffer<u32>,
     stage_out: Staging<u32>,
-    /// Pinned host memory for a caller that writes frames there ([`Detector::input_buffer`]),
+    /// Pinned host memory for a caller that writes frames there ([`FrameIo::input_area`]),
     /// made on first use.
     stage_in: Option<Staging<u8>>,
     read_hint: ReadHint,
@@ -124,7 +120,7 @@ impl FrameIo {
         let image = gpu.buffer::<u8>("image", pixels, MemFlags::new().read_only())?;
         let result = gpu.buffer::<u32>("result", words, MemFlags::new().read_write())?;
         let stage_out = Staging::new(&gpu, "pinned readback staging", words)?;
-        // Optional: without it every transfer runs on the detector's queue, as before.
+        // Optional: without it every transfer runs on the detector's queue.
         let transfer_queue = gpu.new_queue("create transfer queue").ok();
         Ok(Self {
             gpu,
@@ -162,7 +158,11 @@ impl FrameIo {
 
     /// The first `width * height` bytes of the pinned input area (made on first use, as large
     /// as the largest frame), after its last upload has completed.
-    fn input_area(&mut self, width: usize, height: usize) -> Result<&mut [u8], OpenClError> {
+    pub(crate) fn input_area(
+        &mut self,
+        width: usize,
+        height: usize,
+    ) -> Result<&mut [u8], OpenClError> {
         check_frame(width, height)?;
         self.check_size(width, height)?;
         let area = match self.stage_in.take() {
@@ -188,10 +188,9 @@ impl FrameIo {
     }
 
     /// Uploads `image` into [`Self::image`] (blocking), straight from the caller's memory. The
-    /// driver copies pageable memory through its own pinned buffers while the transfer runs;
-    /// a copy into a pinned staging area first was slower end to end on an H100 (1920x1080:
-    /// 0.698 ms a frame staged, 0.628 direct; 4000x3000: 2.71 against 2.26; `surfcl bench`,
-    /// same run, docs/BENCHMARKS.md).
+    /// driver copies pageable memory through its own pinned buffers while the transfer runs,
+    /// which is faster end to end than a copy into a pinned staging area first
+    /// (docs/BENCHMARKS.md).
     ///
     /// The frame passed [`Self::check_size`] first, so it fits the buffer (and `ocl` refuses a
     /// longer write anyway).
@@ -280,6 +279,17 @@ impl FrameIo {
         (records >= SPLIT_MIN_RECORDS).then(|| records * SPLIT_NUM / SPLIT_DEN)
     }
 
+    /// Records the next frame describes apart ([`Launch::split`]), from the readback hint.
+    pub(crate) fn next_split(&self) -> Option<usize> {
+        self.describe_split(self.read_hint.records(self.max_keypoints))
+    }
+
+    /// Whether readbacks can travel on a queue of their own (split readbacks need one).
+    #[cfg(test)]
+    pub(crate) fn has_transfer_queue(&self) -> bool {
+        self.transfer_queue.is_some()
+    }
+
     /// Notes that a frame kept `kept` records (sizes the next readbacks).
     pub(crate) fn note_kept(&mut self, kept: usize) {
         self.read_hint.note(kept);
@@ -331,8 +341,7 @@ impl FrameIo {
 /// Its keypoint and descriptor arrays are cleared and refilled, so a caller that hands back an
 /// earlier frame's arrays gets this frame's without allocating (and without touching fresh
 /// pages: at 4096 keypoints the descriptors are 1 MiB, and a fresh allocation of that size can
-/// come from pages the allocator returned to the system; 640x480 frames of 1020 keypoints built
-/// their output in 29-33 us reused against 43-47 us fresh on the development machine). Every
+/// come from pages the allocator returned to the system, which the kernel must fault in). Every
 /// field of `out` is set on success (no timings, a wall time of 0: the caller's to add); on
 /// error its contents are unspecified.
 fn records_into(
@@ -352,9 +361,8 @@ fn records_into(
     let records = || Record::all(stage, kept);
     // Descriptors first: that pass reads the records from start to end (the readback has just
     // written them, so they are not in the cache yet), and the keypoint pass after it finds
-    // them cached. Keypoints first read every record's first words at a 288-byte stride from
-    // memory: 91-94 against 64-68 us for 4096 records, 23-31 against 13-22 us for 1020, on
-    // the development machine (records not in the cache).
+    // them cached. Keypoints first would read every record's first words at a 288-byte stride
+    // from memory, a cache miss per record.
     out.descriptors.clear();
     if describe {
         out.descriptors.extend(records().map(Record::descriptor));
@@ -427,12 +435,23 @@ pub(crate) trait DetectorKernels: std::fmt::Debug + Send {
     fn enqueue(&mut self, frame: Launch<'_>, events: &mut Events) -> Result<(), OpenClError>;
     /// The shared plumbing, mutably.
     fn io_mut(&mut self) -> &mut FrameIo;
-    /// What the detector was made for.
-    fn config(&self) -> DetectorConfig;
     /// Takes a frame's result header: `Ok(true)` when the frame's records are complete,
     /// `Ok(false)` when the detector grew its buffers and the frame must run again, an error
     /// when its candidates cannot fit.
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError>;
+}
+
+/// What every detector's configuration offers the registry (`detector.rs`): its frame size and
+/// work-group size, and the kernels it opens.
+pub(crate) trait DetectorSetup {
+    /// The largest frame (width, height).
+    fn max_size(&self) -> (usize, usize);
+    /// Makes the configuration one for frames up to `max_width x max_height`.
+    fn set_max_size(&mut self, max_width: usize, max_height: usize);
+    /// Sets the work-items per group (`None`: the detector's defaults).
+    fn set_local_size(&mut self, local_size: Option<usize>);
+    /// Opens the detector's kernels on `gpu`.
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError>;
 }
 
 /// Reads back the header and the kept records (blocking) into pinned staging; returns the
@@ -449,7 +468,7 @@ pub(crate) fn read_results<D: DetectorKernels + ?Sized>(
         None => io.read_records(0, guess, events)?,
     }
     let words = io.stage_out.host()?;
-    let header: [u32; super::record::HEADER_WORDS] = match words.first_chunk() {
+    let header: [u32; HEADER_WORDS] = match words.first_chunk() {
         Some(h) => *h,
         None => {
             return Err(OpenClError::Unsupported(
@@ -487,7 +506,8 @@ pub(crate) fn run_frame<D: DetectorKernels + ?Sized>(
     Ok(out)
 }
 
-/// [`run_frame`] into `out`, reusing the memory of its arrays (see [`Detector::detect_into`]).
+/// [`run_frame`] into `out`, reusing the memory of its arrays (a caller that detects frame
+/// after frame hands back the output of one it no longer needs).
 pub(crate) fn run_frame_into<D: DetectorKernels + ?Sized>(
     detector: &mut D,
     image: &GrayImage<'_>,
@@ -510,8 +530,7 @@ fn run_frame_with<D: DetectorKernels + ?Sized>(
     let t0 = Instant::now();
     let mut events = Events::with_capacity(16);
     upload(detector.io_mut(), &mut events)?;
-    let io = detector.io();
-    let split = io.describe_split(io.read_hint.records(io.max_keypoints));
+    let split = detector.io().next_split();
     let frame = Launch {
         input: None,
         width: w,
@@ -540,214 +559,49 @@ fn run_frame_with<D: DetectorKernels + ?Sized>(
     io.output_into(found, &events, wall_ms, out)
 }
 
+/// [`run_frame_into`] of the `width x height` frame written into the detector's pinned input
+/// area ([`FrameIo::input_area`]): its first `width * height` bytes, whatever they hold.
+pub(crate) fn run_input_frame<D: DetectorKernels + ?Sized>(
+    detector: &mut D,
+    width: usize,
+    height: usize,
+    out: &mut DetectOutput,
+) -> Result<(), OpenClError> {
+    check_frame(width, height)?;
+    run_frame_with(detector, width, height, out, |io, events| {
+        io.upload_input(width * height, events)
+    })
+}
+
+/// [`run_frame_into`] of the `width x height` frame held by the first `width * height` bytes
+/// of `frame`, uploaded from it by DMA without blocking the host (the frame waits for that
+/// upload before its memory is reached again). Errors when the frame holds fewer bytes.
+pub(crate) fn run_pinned_frame<D: DetectorKernels + ?Sized>(
+    detector: &mut D,
+    frame: &mut PinnedFrame,
+    width: usize,
+    height: usize,
+    out: &mut DetectOutput,
+) -> Result<(), OpenClError> {
+    check_frame(width, height)?;
+    let n = width * height;
+    if frame.capacity() < n {
+        return Err(OpenClError::Unsupported(format!(
+            "a {width}x{height} frame does not fit a pinned frame of {} bytes",
+            frame.capacity()
+        )));
+    }
+    run_frame_with(detector, width, height, out, |io, events| {
+        upload_pinned(&mut frame.staging, &io.image, &io.gpu, n, events)
+    })
+}
+
 /// A frame size the caller declared (not yet backed by an image): not empty, within the
 /// core's limits.
 fn check_frame(width: usize, height: usize) -> Result<(), OpenClError> {
     surfcl_core::image::check_dimensions(width, height)
         .map(|_| ())
         .map_err(|e| OpenClError::Unsupported(e.to_string()))
-}
-
-/// Which detector, for what frames and capacity.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum DetectorConfig {
-    /// SURF (the [`Pipeline`] of this configuration).
-    Surf(PipelineConfig),
-    /// Harris corners with upright SURF-64 descriptors at the fixed scale (the
-    /// [`HarrisPipeline`] of this configuration).
-    Harris(HarrisPipelineConfig),
-}
-
-impl DetectorConfig {
-    /// The detector that `params` choose (SURF or Harris, their configuration and keypoint
-    /// capacity), for frames up to `max_width x max_height`, with the default work-group sizes.
-    pub fn for_params(params: &DetectParams, max_width: usize, max_height: usize) -> Self {
-        match params.detector {
-            DetectorKind::Surf => Self::Surf(PipelineConfig {
-                max_width,
-                max_height,
-                surf: params.surf,
-                max_keypoints: params.max_keypoints,
-                local_size: None,
-            }),
-            DetectorKind::Harris => Self::Harris(HarrisPipelineConfig::new(
-                max_width,
-                max_height,
-                params.harris,
-                params.max_keypoints,
-            )),
-        }
-    }
-
-    /// The largest frame (width, height).
-    pub fn max_size(&self) -> (usize, usize) {
-        match self {
-            Self::Surf(c) => (c.max_width, c.max_height),
-            Self::Harris(c) => (c.max_width, c.max_height),
-        }
-    }
-
-    /// The same detector for frames up to `max_width x max_height`.
-    pub fn with_max_size(mut self, max_width: usize, max_height: usize) -> Self {
-        match &mut self {
-            Self::Surf(c) => (c.max_width, c.max_height) = (max_width, max_height),
-            Self::Harris(c) => (c.max_width, c.max_height) = (max_width, max_height),
-        }
-        self
-    }
-
-    /// The same detector with `local_size` work-items per group (results do not depend on it).
-    pub fn with_local_size(mut self, local_size: Option<usize>) -> Self {
-        match &mut self {
-            Self::Surf(c) => c.local_size = local_size,
-            Self::Harris(c) => c.local_size = local_size,
-        }
-        self
-    }
-
-    /// Whether both configurations detect the same way (they may differ in the frame size).
-    pub fn same_detector(&self, other: &Self) -> bool {
-        let (w, h) = self.max_size();
-        *self == other.with_max_size(w, h)
-    }
-
-    /// Opens the detector's kernels on `gpu`: the registration of every detector.
-    pub(crate) fn open(self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
-        Ok(match self {
-            Self::Surf(c) => Box::new(Pipeline::new(gpu, c)?),
-            Self::Harris(c) => Box::new(HarrisPipeline::new(gpu, c)?),
-        })
-    }
-}
-
-/// A detector on one OpenCL device (SURF or Harris), reused for every frame: the public handle
-/// of the detector registration (`DetectorConfig`).
-#[derive(Debug)]
-pub struct Detector {
-    kernels: Box<dyn DetectorKernels>,
-}
-
-impl Detector {
-    /// Opens `config` on the device chosen by `spec` (see [`super::open`]).
-    pub fn open(spec: Option<&str>, config: DetectorConfig) -> Result<Self, OpenClError> {
-        Self::new(Gpu::new(super::select(spec)?)?, config)
-    }
-
-    pub(crate) fn new(gpu: Gpu, config: DetectorConfig) -> Result<Self, OpenClError> {
-        Ok(Self {
-            kernels: config.open(gpu)?,
-        })
-    }
-
-    /// Detects (and describes) the keypoints of one frame, strongest first.
-    pub fn detect(&mut self, image: &GrayImage<'_>) -> Result<DetectOutput, OpenClError> {
-        run_frame(self.kernels.as_mut(), image)
-    }
-
-    /// [`Self::detect`] into `out`, reusing the memory of its keypoint and descriptor arrays: a
-    /// caller that processes frame after frame hands back the output of a frame it no longer
-    /// needs, so that the arrays (1.1 MiB at 4096 keypoints) are not allocated again. Every
-    /// field of `out` is replaced on success (the result is the one [`Self::detect`] returns);
-    /// on error its contents are unspecified.
-    pub fn detect_into(
-        &mut self,
-        image: &GrayImage<'_>,
-        out: &mut DetectOutput,
-    ) -> Result<(), OpenClError> {
-        run_frame_into(self.kernels.as_mut(), image, out)
-    }
-
-    /// Pinned host memory for the pixels of a `width x height` frame (8-bit, row-major, no
-    /// padding), to be processed by [`Self::detect_input`]. A caller that can write its frames
-    /// there (a camera driver decoding or converting into it) saves the driver's copy of
-    /// pageable memory: the upload becomes a DMA (2 MB in about 0.05 ms instead of 0.1 on an
-    /// H100). Made on first use, as large as the detector's largest frame; the call waits for
-    /// the last upload from it. Errors when the frame is larger than the detector's maximum.
-    pub fn input_buffer(&mut self, width: usize, height: usize) -> Result<&mut [u8], OpenClError> {
-        self.kernels.io_mut().input_area(width, height)
-    }
-
-    /// [`Self::detect`] of the `width x height` frame written into [`Self::input_buffer`] (its
-    /// first `width * height` bytes, whatever they hold). Errors when no input buffer was asked
-    /// for yet, or the frame is larger than the detector's maximum.
-    pub fn detect_input(
-        &mut self,
-        width: usize,
-        height: usize,
-    ) -> Result<DetectOutput, OpenClError> {
-        let mut out = DetectOutput::default();
-        self.detect_input_into(width, height, &mut out)?;
-        Ok(out)
-    }
-
-    /// [`Self::detect_input`] into `out`, reusing the memory of its keypoint and descriptor
-    /// arrays as [`Self::detect_into`] does. Every field of `out` is replaced on success; on
-    /// error its contents are unspecified.
-    pub fn detect_input_into(
-        &mut self,
-        width: usize,
-        height: usize,
-        out: &mut DetectOutput,
-    ) -> Result<(), OpenClError> {
-        check_frame(width, height)?;
-        run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
-            io.upload_input(width * height, events)
-        })
-    }
-
-    /// [`Self::detect_input_into`] of the `width x height` frame held by the first
-    /// `width * height` bytes of `frame`: uploaded from it by DMA without blocking the host (the
-    /// frame waits for that upload before its memory is reached again), so that the frames a
-    /// caller fills on another thread need no copy into [`Self::input_buffer`]. Errors when the
-    /// frame holds fewer bytes or is larger than the detector's maximum.
-    pub fn detect_pinned_into(
-        &mut self,
-        frame: &mut PinnedFrame,
-        width: usize,
-        height: usize,
-        out: &mut DetectOutput,
-    ) -> Result<(), OpenClError> {
-        check_frame(width, height)?;
-        let n = width * height;
-        if frame.capacity() < n {
-            return Err(OpenClError::Unsupported(format!(
-                "a {width}x{height} frame does not fit a pinned frame of {} bytes",
-                frame.capacity()
-            )));
-        }
-        run_frame_with(self.kernels.as_mut(), width, height, out, |io, events| {
-            upload_pinned(&mut frame.staging, &io.image, &io.gpu, n, events)
-        })
-    }
-
-    /// Blocking readbacks of results this detector has made (a frame normally takes one; a
-    /// second when it keeps more records than the first readback took).
-    pub fn readbacks(&self) -> u64 {
-        self.kernels.io().readbacks
-    }
-
-    /// What the detector was made for.
-    pub fn config(&self) -> DetectorConfig {
-        self.kernels.config()
-    }
-
-    /// The device, as "platform / device".
-    pub fn device_name(&self) -> String {
-        self.kernels.io().gpu.name()
-    }
-
-    /// Device memory held by the detector's buffers, bytes.
-    pub fn device_bytes(&self) -> u64 {
-        self.kernels.io().device_bytes
-    }
-
-    pub(crate) fn kernels(&self) -> &dyn DetectorKernels {
-        self.kernels.as_ref()
-    }
-
-    pub(crate) fn kernels_mut(&mut self) -> &mut dyn DetectorKernels {
-        self.kernels.as_mut()
-    }
 }
 
 /// Uploads the first `n` bytes of the pinned `area` into `image` without blocking (a DMA; the
@@ -768,9 +622,9 @@ fn upload_pinned(
 
 /// Pinned host memory for one frame (`CL_MEM_ALLOC_HOST_PTR`, mapped for its whole life), owned
 /// by the caller: [`crate::backend::Backend::input_frame`] of the OpenCL backend. Unlike the
-/// detector's one input area ([`Detector::input_buffer`]), which the thread that detects must
+/// detector's one input area ([`FrameIo::input_area`]), which the thread that detects must
 /// hand out for every frame, any number of these can exist, be written on other threads while
-/// the detector works on one of them, and be detected by [`Detector::detect_pinned_into`].
+/// the detector works on one of them, and be detected by [`run_pinned_frame`].
 ///
 /// The upload from it is a DMA (the driver recognises the mapped pointer of its own pinned
 /// buffer); from a detector of another context it is still correct, only staged by the driver.
@@ -798,434 +652,27 @@ impl PinnedFrame {
     }
 }
 
-impl crate::backend::InputFrame for PinnedFrame {
+impl InputFrame for PinnedFrame {
     fn capacity(&self) -> usize {
         PinnedFrame::capacity(self)
     }
-    fn pixels_mut(&mut self) -> Result<&mut [u8], crate::Error> {
+    fn pixels_mut(&mut self) -> Result<&mut [u8], Error> {
         Ok(PinnedFrame::pixels_mut(self)?)
     }
 }
 
-/// Rows per band of surf.cl's integral kernels: one work-group of `integral_bands` per band, so
-/// 1920x1080 is 270 groups at 4 rows (68 at 16 left half of an H100's 132 multiprocessors
-/// idle: `integral_bands` 0.020 -> 0.013 ms, same run, docs/BENCHMARKS.md).
-const INTEGRAL_BAND: usize = 4;
-/// Adjacent columns per work-item of `integral_bands` (8: its vector types).
-const INTEGRAL_COLS: usize = 8;
-/// Work-items per segment of `integral_bands`' row scans.
-const INTEGRAL_SEG: usize = 16;
-/// The three above as `-D` options of every program built from surf.cl (their one definition).
-pub(crate) const INTEGRAL_DEFINES: [(&str, usize); 3] = [
-    ("INTEGRAL_BAND", INTEGRAL_BAND),
-    ("INTEGRAL_COLS", INTEGRAL_COLS),
-    ("INTEGRAL_SEG", INTEGRAL_SEG),
-];
-/// Columns per work-group of `integral_band_sums`: 32 bytes of each row, one memory sector.
-const STRIP_COLS: usize = 32;
-/// Chunks of bands `integral_band_sums` cuts a frame into at most: `integral_bands` adds one
-/// total per chunk above its band to each column it starts, so more chunks cost loads there,
-/// fewer cost longer columns per work-item in `integral_band_sums`.
-const MAX_CHUNKS: usize = 16;
-
-/// Bands of a frame of `h` rows.
-fn band_count(h: usize) -> usize {
-    h.div_ceil(INTEGRAL_BAND)
-}
-
-/// Bands per work-item of `integral_band_sums` for a frame of `h` rows, `segs` work-items per
-/// column: the fewest that keep the chunks (`segs` times this many bands) at [`MAX_CHUNKS`].
-fn integral_item_bands(h: usize, segs: usize) -> usize {
-    band_count(h).div_ceil(MAX_CHUNKS * segs).max(1)
-}
-
-/// Words of `band_sums` a frame of `w x h` pixels uses: a row of `w` per band, then one per
-/// chunk (at most [`MAX_CHUNKS`], whatever the work-group size).
-fn integral_band_sum_words(w: usize, h: usize) -> usize {
-    let bands = band_count(h);
-    (bands + bands.min(MAX_CHUNKS)) * w
-}
-
-/// Words of local memory `integral_bands` uses with `lsz` work-items: surf.cl's layout, the row
-/// scans (a stride of 1 mod 32 words per row, then the segment offsets) or the two staged
-/// output rows (a pad word per 32), whichever is larger.
-fn integral_bands_local_words(lsz: usize) -> usize {
-    let stride = lsz.next_multiple_of(32) + 1;
-    let scan = INTEGRAL_BAND * (stride + lsz.div_ceil(INTEGRAL_SEG) + 1);
-    let row = lsz * INTEGRAL_COLS;
-    scan.max(2 * (row + row / 32))
-}
-
-/// surf.cl's integral image kernels (`integral_band_sums`, `integral_bands`) over a detector's
-/// image and integral buffers, with their work-group sizes: SURF samples the integral image,
-/// Harris describes its corners from it.
-#[derive(Debug)]
-pub(crate) struct IntegralKernels {
-    sums: Kernel,
-    bands: Kernel,
-    sums_local: usize,
-    bands_local: usize,
-    /// Columns per work-group of `integral_band_sums` (the rest of the group splits the bands).
-    strip_cols: usize,
-    /// What `integral_band_sums` leaves for `integral_bands` (per band the column sums over its
-    /// chunk above it, then every chunk's totals), sized for the largest frame.
-    band_sums: Buffer<u32>,
-}
-
-impl IntegralKernels {
-    /// `wanted`: work-items per group, `None` for the defaults (256 for the band sums; for the
-    /// bands 256, or fewer when 8 columns per work-item cover the widest frame with fewer).
-    /// `integral_band_sums` also clears the result header, so no separate fill is needed.
-    pub(crate) fn new(
-        gpu: &Gpu,
-        program: &Program,
-        io: &FrameIo,
-        integral: &Buffer<u32>,
-        wanted: Option<usize>,
-    ) -> Result<Self, OpenClError> {
-        let (mw, mh) = (io.max_width, io.max_height);
-        let band_sums = gpu.buffer::<u32>(
-            "integral band sums",
-            integral_band_sum_words(mw, mh),
-            MemFlags::new().read_write(),
-        )?;
-        let (w0, h0) = (mw as i32, mh as i32);
-        let build_sums = |lsz: usize| {
-            let strip = STRIP_COLS.min(lsz);
-            gpu.kernel(program, "integral_band_sums")
-                .arg(&io.image)
-                .arg(w0)
-                .arg(h0)
-                .arg(strip as i32)
-                .arg(integral_item_bands(mh, lsz / strip) as i32)
-                .arg(&band_sums)
-                .arg(&io.result)
-                .arg_local::<u32>(lsz)
-                .build()
-                .map_err(OpenClError::runtime("kernel integral_band_sums"))
-        };
-        // Both keep local memory in proportion to their work-group: a kernel whose work-group
-        // size the device or the kernel lowers is rebuilt with the smaller local buffer.
-        let (sums, sums_local) =
-            gpu.kernel_fitting(gpu.fit_local(wanted.unwrap_or(256), 1), build_sums)?;
-        let strip_cols = STRIP_COLS.min(sums_local);
-        let segs = sums_local / strip_cols;
-        let build_bands = |lsz: usize| {
-            gpu.kernel(program, "integral_bands")
-                .arg(&io.image)
-                .arg(integral)
-                .arg(w0)
-                .arg(h0)
-                .arg((segs * integral_item_bands(mh, segs)) as i32)
-                .arg(&band_sums)
-                .arg_local::<u32>(integral_bands_local_words(lsz))
-                .build()
-                .map_err(OpenClError::runtime("kernel integral_bands"))
-        };
-        // Up to 256 work-items, as many as cover the widest frame in one chunk of columns:
-        // work-items past the frame's columns would still take part in every scan.
-        let bands_want =
-            wanted.unwrap_or_else(|| mw.div_ceil(INTEGRAL_COLS).next_multiple_of(32).min(256));
-        let per_item = integral_bands_local_words(bands_want).div_ceil(bands_want);
-        let (bands, bands_local) =
-            gpu.kernel_fitting(gpu.fit_local(bands_want, per_item), build_bands)?;
-        Ok(Self {
-            sums,
-            bands,
-            sums_local,
-            bands_local,
-            strip_cols,
-            band_sums,
-        })
-    }
-
-    /// Device memory of the band sums, bytes.
-    pub(crate) fn device_bytes(&self) -> u64 {
-        4 * self.band_sums.len() as u64
-    }
-
-    /// Bands per work-item of `integral_band_sums` and chunks of bands for a frame of `h` rows.
-    fn chunking(&self, h: usize) -> (usize, usize) {
-        let segs = self.sums_local / self.strip_cols;
-        let per_item = integral_item_bands(h, segs);
-        (per_item, band_count(h).div_ceil(segs * per_item))
-    }
-
-    /// Points the kernels at a `w x h` frame in `image`.
-    pub(crate) fn set_frame(&self, image: &Buffer<u8>, w: i32, h: i32) -> Result<(), OpenClError> {
-        let (Ok(wu), Ok(hu)) = (usize::try_from(w), usize::try_from(h)) else {
-            return Err(OpenClError::Unsupported(format!("a {w}x{h} frame")));
-        };
-        let (per_item, chunks) = self.chunking(hu);
-        // The rows of band sums a frame takes follow the work-group size too, not only the
-        // frame size that `FrameIo::check_size` bounds: no launch may write past them.
-        if (band_count(hu) + chunks) * wu > self.band_sums.len() {
-            return Err(OpenClError::Unsupported(format!(
-                "a {w}x{h} frame's integral band sums exceed their {}-word buffer",
-                self.band_sums.len()
-            )));
-        }
-        let chunk_bands = (self.sums_local / self.strip_cols) * per_item;
-        self.sums
-            .set_arg(0, image)
-            .and_then(|_| self.sums.set_arg(1, w))
-            .and_then(|_| self.sums.set_arg(2, h))
-            .and_then(|_| self.sums.set_arg(4, per_item as i32))
-            .and_then(|_| self.bands.set_arg(0, image))
-            .and_then(|_| self.bands.set_arg(2, w))
-            .and_then(|_| self.bands.set_arg(3, h))
-            .and_then(|_| self.bands.set_arg(4, chunk_bands as i32))
-            .map_err(OpenClError::runtime("set kernel arguments"))
-    }
-
-    /// Enqueues both passes for a `w x h` frame (the one [`Self::set_frame`] last pointed them
-    /// at); the first waits for `wait`.
-    pub(crate) fn enqueue(
-        &self,
-        w: usize,
-        h: usize,
-        wait: &[Event],
-        events: &mut Events,
-    ) -> Result<(), OpenClError> {
-        let bands = band_count(h);
-        let (_, chunks) = self.chunking(h);
-        let mut ev = Event::empty();
-        launch_after(
-            &self.sums,
-            w.div_ceil(self.strip_cols) * chunks * self.sums_local,
-            self.sums_local,
-            wait,
-            &mut ev,
-        )?;
-        events.push(("integral_band_sums", ev));
-        let mut ev = Event::empty();
-        launch_after(
-            &self.bands,
-            bands * self.bands_local,
-            self.bands_local,
-            &[],
-            &mut ev,
-        )?;
-        events.push(("integral_bands", ev));
-        Ok(())
-    }
-}
-
-/// Local memory of surf.cl's `descriptor` kernel (5072 bytes, as ptxas reports it): the larger
-/// of the 24 x 24 sample grid (576 float2) and the orientation's scratch (4712 bytes), which
-/// share it, plus the sub-region sums, lengths and weights (90 floats). Well within the 16 KB of
-/// ION-class boards.
-pub(crate) const DESCRIPTOR_LOCAL: u64 = 4712 + 90 * 4;
-
-/// Work-items per keypoint of surf.cl's `descriptor` kernel (fewer where the device or kernel
-/// allows fewer). Measured on an H100 (2026-11-25, docs/BENCHMARKS.md), 4096 keypoints at
-/// 1920x1080: 64 work-items 0.166 ms, 128 0.104, 256 0.067, 512 0.066 (then 1296 samples per
-/// keypoint: 6 steps instead of 11; now 576, 3 steps).
-pub(crate) const DESCRIPTOR_WORK_ITEMS: usize = 256;
-
-/// The 109 orientation samples `(i, j, weight, 0)` in OpenSURF's order, with the core's integer
-/// Gaussian weights in units of `2^-16` (exact in `f32`; its compile-time `expf`, the same bits
-/// as at run time: `docs/ARCHITECTURE.md`, orientation), so the kernel computes no `exp` per
-/// sample.
-fn orientation_table() -> Vec<f32> {
-    ORIENTATION_GRID
-        .iter()
-        .flat_map(|&(i, j, weight)| [f32::from(i), f32::from(j), weight, 0.0])
-        .collect()
-}
-
-/// Device bytes of the orientation table each descriptor kernel reads.
-pub(crate) const ORIENTATION_TABLE_BYTES: usize = 16 * ORIENTATION_GRID.len();
-
-/// surf.cl's `descriptor` kernel over a detector's integral image and result records, after
-/// checking that the device has the local memory it needs. Unless `upright`, it computes each
-/// keypoint's orientation first (from the orientation table it is given here).
-pub(crate) fn descriptor_kernel(
-    gpu: &Gpu,
-    program: &Program,
-    io: &FrameIo,
-    integral: &Buffer<u32>,
-    candidate_capacity: usize,
-    upright: bool,
-) -> Result<Kernel, OpenClError> {
-    let local_mem = gpu.selected.info.local_mem_bytes;
-    if local_mem > 0 && local_mem < DESCRIPTOR_LOCAL {
-        return Err(OpenClError::Unsupported(format!(
-            "the descriptor kernel needs {DESCRIPTOR_LOCAL} bytes of local memory, the device has {local_mem}"
-        )));
-    }
-    let table = gpu.constant("orientation table", &orientation_table())?;
-    gpu.kernel(program, "descriptor")
-        .arg(integral)
-        .arg(io.max_width as i32)
-        .arg(io.max_height as i32)
-        .arg(candidate_capacity as u32)
-        .arg(io.max_keypoints as u32)
-        .arg(i32::from(upright))
-        .arg(&io.result)
-        .arg(0u32)
-        .arg(u32::MAX)
-        .arg(&table)
-        .build()
-        .map_err(OpenClError::runtime("kernel descriptor"))
-}
-
 /// Readbacks of at least this many records are split ([`Launch::split`]): below it a second
 /// launch and transfer cost more than the overlap saves.
-const SPLIT_MIN_RECORDS: usize = 512;
+pub(crate) const SPLIT_MIN_RECORDS: usize = 512;
 /// The part of a split readback's records described (and read back) first: `SPLIT_NUM /
-/// SPLIT_DEN`. Its transfer should take about as long as the rest of the descriptors (on an
-/// H100 at 1080p, 4096 records: 0.023 ms to read back, 0.057 to describe).
+/// SPLIT_DEN`. Its transfer should take about as long as the rest of the descriptors (reading a
+/// record back is faster than describing one on a GPU: docs/BENCHMARKS.md).
 const SPLIT_NUM: usize = 3;
 const SPLIT_DEN: usize = 4;
-
-/// Enqueues surf.cl's `descriptor` kernel (made by [`descriptor_kernel`]) over `groups` groups
-/// of `local` work-items: in one launch, or, when `split` asks for it, the first records in a
-/// launch of their own whose event is returned with their count (for [`FrameIo::split_done`]),
-/// then the rest.
-pub(crate) fn enqueue_descriptor(
-    kernel: &Kernel,
-    groups: usize,
-    local: usize,
-    split: Option<usize>,
-    events: &mut Events,
-) -> Result<Option<(usize, Event)>, OpenClError> {
-    // Argument positions of the first and the end record (surf.cl).
-    let range = |first: usize, end: usize| {
-        let (Ok(first), Ok(end)) = (u32::try_from(first), u32::try_from(end)) else {
-            return Err(OpenClError::Unsupported(format!(
-                "records {first}..{end} to describe"
-            )));
-        };
-        kernel
-            .set_arg(7, first)
-            .and_then(|_| kernel.set_arg(8, end))
-            .map_err(OpenClError::runtime("set kernel arguments"))
-    };
-    let mut first_part = None;
-    let mut from = 0;
-    if let Some(split) = split.filter(|&s| s > 0) {
-        range(0, split)?;
-        let mut ev = Event::empty();
-        launch_after(kernel, groups.min(split) * local, local, &[], &mut ev)?;
-        events.push(("descriptor", ev.clone()));
-        first_part = Some((split, ev));
-        from = split;
-    }
-    range(from, u32::MAX as usize)?;
-    let mut ev = Event::empty();
-    launch_after(kernel, groups * local, local, &[], &mut ev)?;
-    events.push(("descriptor", ev));
-    Ok(first_part)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use surfcl_core::describe::describe_all;
-    use surfcl_core::integral::integral_len;
-    use surfcl_core::surf::{self, SurfConfig};
-    use surfcl_core::{IntegralImage, KeypointBuffer, KeypointSink};
-
-    /// Frames read back in two parts (the first records described apart, their readback on
-    /// the transfer queue) give the core's keypoints and descriptors bit for bit, from the
-    /// pinned input area, a caller's pinned frame and pageable memory. Fails (rather than
-    /// passing vacuously) without an OpenCL device.
-    #[test]
-    fn split_readbacks_match_the_core() {
-        let boat = crate::opencl::test_images::boat();
-        let (w, h) = (boat.width, boat.height);
-        let image = GrayImage::new(&boat.pixels, w, h).unwrap();
-        let surf = SurfConfig::default();
-        let max_kp = 2000;
-        let mut table = vec![0u32; integral_len(w, h).unwrap()];
-        let ii = IntegralImage::compute(&image, &mut table).unwrap();
-        let mut scratch = vec![0u32; surf::scratch_len(&surf, w, h).unwrap()];
-        let mut storage = vec![Keypoint::default(); max_kp];
-        let mut sink = KeypointBuffer::new(&mut storage);
-        surf::detect(&ii, &surf, &mut scratch, &mut sink).unwrap();
-        let mut want = sink.points().to_vec();
-        let mut want_desc = vec![[0f32; 64]; want.len()];
-        describe_all(&ii, &mut want, surf.upright, &mut want_desc).unwrap();
-        assert!(want.len() > SPLIT_MIN_RECORDS, "{} keypoints", want.len());
-
-        let config = DetectorConfig::Surf(PipelineConfig {
-            max_width: w,
-            max_height: h,
-            surf,
-            max_keypoints: max_kp,
-            local_size: None,
-        });
-        let mut detector = Detector::open(None, config).unwrap_or_else(|e| {
-            panic!("this test needs an OpenCL device (CI: apt-get install pocl-opencl-icd): {e}")
-        });
-        assert!(detector.kernels().io().transfer_queue.is_some());
-        let same = |got: &DetectOutput, what: &str| {
-            assert_eq!(got.keypoints.len(), want.len(), "{what}");
-            for (k, (a, b)) in want.iter().zip(&got.keypoints).enumerate() {
-                assert_eq!(
-                    (a.octave, a.interval, a.sample_x, a.sample_y, a.laplacian),
-                    (b.octave, b.interval, b.sample_x, b.sample_y, b.laplacian),
-                    "{what}: keypoint {k}"
-                );
-                assert_eq!(
-                    [a.response, a.x, a.y, a.scale, a.orientation].map(f32::to_bits),
-                    [b.response, b.x, b.y, b.scale, b.orientation].map(f32::to_bits),
-                    "{what}: keypoint {k}"
-                );
-            }
-            for (k, (a, b)) in want_desc.iter().zip(&got.descriptors).enumerate() {
-                assert_eq!(
-                    a.map(f32::to_bits),
-                    b.map(f32::to_bits),
-                    "{what}: descriptor {k}"
-                );
-            }
-        };
-        detector
-            .input_buffer(w, h)
-            .unwrap()
-            .copy_from_slice(&boat.pixels);
-        // The first frame's readback is too small to split; the next ones split.
-        for frame in 0..3 {
-            let before = detector.readbacks();
-            let io = detector.kernels().io();
-            let split = io.describe_split(io.read_hint.records(max_kp));
-            assert_eq!(split.is_some(), frame > 0, "frame {frame}");
-            let got = detector.detect_input(w, h).unwrap();
-            same(&got, &format!("pinned input, frame {frame}"));
-            if frame > 0 {
-                assert_eq!(detector.readbacks(), before + 1, "frame {frame}");
-            }
-        }
-        let mut pinned = PinnedFrame::new(&detector.kernels().io().gpu, w * h).unwrap();
-        pinned.pixels_mut().unwrap().copy_from_slice(&boat.pixels);
-        let mut out = DetectOutput::default();
-        detector
-            .detect_pinned_into(&mut pinned, w, h, &mut out)
-            .unwrap();
-        same(&out, "pinned frame");
-        // From pageable memory.
-        same(&detector.detect(&image).unwrap(), "pageable frame");
-    }
-
-    #[test]
-    fn the_band_sums_of_any_smaller_frame_fit_the_buffer() {
-        let (mw, mh) = (1028, 16384);
-        let words = integral_band_sum_words(mw, mh);
-        for segs in [1, 2, 3, 8, 16, 32, 1024] {
-            for h in (1..=mh).step_by(7).chain([mh]) {
-                let bands = band_count(h);
-                let chunk = segs * integral_item_bands(h, segs);
-                let chunks = bands.div_ceil(chunk);
-                assert!(
-                    chunks <= MAX_CHUNKS.min(bands),
-                    "h {h} segs {segs}: {chunks}"
-                );
-                assert!((bands + chunks) * mw <= words, "h {h} segs {segs}");
-            }
-        }
-    }
 
     #[test]
     fn the_read_hint_covers_the_largest_count_of_the_last_frames() {

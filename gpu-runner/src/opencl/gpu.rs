@@ -2,8 +2,6 @@
 //! (with the result layout handed to every kernel file), checked buffer allocation, work-group
 //! sizes and the profiling times of events.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use ocl::builders::KernelBuilder;
 use ocl::enums::{
     DeviceInfo as ClDeviceInfo, DeviceInfoResult, KernelWorkGroupInfo, KernelWorkGroupInfoResult,
@@ -12,30 +10,14 @@ use ocl::enums::{
 use ocl::flags::{CommandQueueProperties, DeviceFpConfig, MemFlags};
 use ocl::{Buffer, Context, Event, Kernel, OclPrm, Program, Queue};
 
+use super::device::{SETUP_LOCK, Selected};
+use super::error::OpenClError;
 use super::inject::{self, FaultPoint};
-use super::{OpenClError, SETUP_LOCK, Selected, record};
+use super::profiling::profiling;
+use super::record;
 use crate::backend::StageTiming;
 
-/// Whether queues made from now on record device times ([`set_profiling`]).
-static PROFILING: AtomicBool = AtomicBool::new(false);
-
-/// Makes the OpenCL queues created after this call (by any pipeline, stream, matcher or backend
-/// of this process) profiling queues, whose results carry per-stage device times
-/// (`Features::timings`, `DetectOutput::timings`), or not. Off by default: NVIDIA's OpenCL
-/// takes measurable time for it (H100, 2026-11-25: a 640x480 frame 0.21 against 0.24 ms end to
-/// end, a 1920x1080 SURF stream 1010-1037 against 870-914 frames/s, Harris 1466-1488 against
-/// 1126-1177). `surfcl detect`, `match` and `bench --profile` turn it on; without it a result's
-/// timings hold only host-measured stages.
-pub fn set_profiling(on: bool) {
-    PROFILING.store(on, Ordering::Relaxed);
-}
-
-/// Whether queues made now record device times ([`set_profiling`]).
-pub fn profiling() -> bool {
-    PROFILING.load(Ordering::Relaxed)
-}
-
-/// A context and an in-order queue on one device (a profiling queue when [`profiling`] was on
+/// A context and an in-order queue on one device (a profiling queue when `profiling()` was on
 /// at its creation).
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
@@ -313,7 +295,7 @@ pub(crate) const DUMP_PROGRAMS_ENV: &str = "SURFCL_DUMP_PROGRAMS";
 /// ignored: the dump is a diagnostic and must not change what a pipeline does.
 fn dump_binaries(program: &Program, dir: &std::path::Path, file: &str) {
     static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let build = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Ok(ProgramInfoResult::Binaries(binaries)) = program.info(ProgramInfo::Binaries) {
         for (n, binary) in binaries.iter().enumerate() {
             // NVIDIA's PTX ends with NUL bytes, which ptxas refuses.

@@ -32,13 +32,15 @@ use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 
-use super::OpenClError;
+use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel, enqueue_descriptor};
+use super::device::select;
 use super::enqueue::launch_after;
+use super::error::OpenClError;
 use super::frame::{
-    DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    INTEGRAL_DEFINES, IntegralKernels, Launch, descriptor_kernel, enqueue_descriptor, run_frame,
+    DetectOutput, DetectorKernels, DetectorSetup, Events, FrameIo, Launch, run_frame,
 };
 use super::gpu::Gpu;
+use super::integral::{INTEGRAL_DEFINES, IntegralKernels};
 use super::record::{Header, KP_WORDS};
 use super::strongest::{self, StrongestN};
 
@@ -140,9 +142,10 @@ fn tile_local_bytes(items: usize, r: usize) -> u64 {
 }
 
 impl HarrisPipeline {
-    /// Makes a pipeline on the device chosen by `spec` (see [`super::open`]).
+    /// Makes a pipeline on the device chosen by `spec` (an index or a name substring, see
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>, config: HarrisPipelineConfig) -> Result<Self, OpenClError> {
-        Self::new(Gpu::new(super::select(spec)?)?, config)
+        Self::new(Gpu::new(select(spec)?)?, config)
     }
 
     /// Makes a pipeline on an existing context/queue.
@@ -435,8 +438,22 @@ impl DetectorKernels for HarrisPipeline {
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
     }
+}
 
-    fn config(&self) -> DetectorConfig {
-        DetectorConfig::Harris(self.config)
+impl DetectorSetup for HarrisPipelineConfig {
+    fn max_size(&self) -> (usize, usize) {
+        (self.max_width, self.max_height)
+    }
+
+    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
+        (self.max_width, self.max_height) = (max_width, max_height);
+    }
+
+    fn set_local_size(&mut self, local_size: Option<usize>) {
+        self.local_size = local_size;
+    }
+
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(HarrisPipeline::new(gpu, *self)?))
     }
 }

@@ -4,7 +4,7 @@
 //! [`crate::fault`] wraps a whole [`crate::backend::Backend`] and fails *instead of* calling it;
 //! this module fails *inside* the pipelines, at the points where the OpenCL runtime can fail:
 //! a buffer allocation, a program build, a kernel enqueue, an upload, a readback. Tests use it to
-//! show that each failure surfaces as the typed [`super::OpenClError`] of that operation, that
+//! show that each failure surfaces as the typed [`OpenClError`] of that operation, that
 //! nothing partial is returned, and that the pipeline stays usable for the next frame (or, for a
 //! failure while it is being made, that it can be made again).
 //!
@@ -20,16 +20,25 @@
 //! SURFCL_CL_FAULT=upload:2       the second frame upload fails
 //! ```
 //!
-//! With no plan an injection point costs one thread-local read.
+//! With no plan an injection point costs one thread-local read. Built without the
+//! `fault-injection` feature, the injection points are empty functions the compiler removes,
+//! and `SURFCL_CL_FAULT` is never read.
 
+#[cfg(feature = "fault-injection")]
 use std::cell::Cell;
+#[cfg(feature = "fault-injection")]
 use std::fmt;
+#[cfg(feature = "fault-injection")]
 use std::str::FromStr;
 
+use super::error::OpenClError;
+
 /// The environment variable read once per thread (see the module docs).
+#[cfg(feature = "fault-injection")]
 pub const CL_FAULT_ENV: &str = "SURFCL_CL_FAULT";
 
 /// The message of every injected failure (tests and users can tell it from a real one).
+#[cfg(feature = "fault-injection")]
 pub const INJECTED: &str = "injected fault";
 
 /// A kind of device operation that can be made to fail.
@@ -47,6 +56,7 @@ pub enum FaultPoint {
     Readback,
 }
 
+#[cfg(feature = "fault-injection")]
 impl FaultPoint {
     /// Every point, in the order of a frame's life.
     pub const ALL: [FaultPoint; 5] = [
@@ -69,6 +79,7 @@ impl FaultPoint {
     }
 }
 
+#[cfg(feature = "fault-injection")]
 impl fmt::Display for FaultPoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -76,6 +87,7 @@ impl fmt::Display for FaultPoint {
 }
 
 /// "The `nth` (1-based) operation of kind `point` on this thread fails."
+#[cfg(feature = "fault-injection")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClFaultPlan {
     /// The kind of operation.
@@ -84,6 +96,7 @@ pub struct ClFaultPlan {
     pub nth: u32,
 }
 
+#[cfg(feature = "fault-injection")]
 impl FromStr for ClFaultPlan {
     type Err = String;
 
@@ -111,17 +124,20 @@ impl FromStr for ClFaultPlan {
 
 /// Per-thread state: whether the environment was read, and the plan with the operations of its
 /// kind still to pass before the failure.
+#[cfg(feature = "fault-injection")]
 #[derive(Clone, Copy)]
 struct State {
     env_read: bool,
     plan: Option<(FaultPoint, u32)>,
 }
 
+#[cfg(feature = "fault-injection")]
 thread_local! {
     static STATE: Cell<State> = const { Cell::new(State { env_read: false, plan: None }) };
 }
 
 /// Sets this thread's plan (replacing any other; the environment is then ignored).
+#[cfg(feature = "fault-injection")]
 pub fn set_plan(plan: ClFaultPlan) {
     STATE.with(|s| {
         s.set(State {
@@ -132,6 +148,7 @@ pub fn set_plan(plan: ClFaultPlan) {
 }
 
 /// Removes this thread's plan; returns whether one was still pending (not yet fired).
+#[cfg(feature = "fault-injection")]
 pub fn clear_plan() -> bool {
     STATE.with(|s| {
         let pending = s.get().plan.is_some();
@@ -144,6 +161,7 @@ pub fn clear_plan() -> bool {
 }
 
 /// An injection point: `Some(message)` when this operation is the planned failure.
+#[cfg(feature = "fault-injection")]
 pub(crate) fn check(point: FaultPoint) -> Option<String> {
     STATE.with(|cell| {
         let mut state = cell.get();
@@ -174,14 +192,23 @@ pub(crate) fn check(point: FaultPoint) -> Option<String> {
 
 /// An injection point for an operation whose failure is an `OpenClError::Runtime` with
 /// `context`.
-pub(crate) fn runtime(point: FaultPoint, context: &'static str) -> Result<(), super::OpenClError> {
+#[inline]
+pub(crate) fn runtime(point: FaultPoint, context: &'static str) -> Result<(), OpenClError> {
     match check(point) {
-        Some(message) => Err(super::OpenClError::Runtime { context, message }),
+        Some(message) => Err(OpenClError::Runtime { context, message }),
         None => Ok(()),
     }
 }
 
+/// An injection point of a build without fault injection: never fails.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub(crate) fn check(_point: FaultPoint) -> Option<String> {
+    None
+}
+
 /// Validates `SURFCL_CL_FAULT` (for the CLI: a typo should not silently test nothing).
+#[cfg(feature = "fault-injection")]
 pub fn plan_from_env() -> Result<Option<ClFaultPlan>, String> {
     match std::env::var(CL_FAULT_ENV) {
         Ok(v) if !v.is_empty() => v.parse().map(Some),
@@ -189,7 +216,7 @@ pub fn plan_from_env() -> Result<Option<ClFaultPlan>, String> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "fault-injection"))]
 mod tests {
     use super::*;
 

@@ -17,8 +17,9 @@ use ocl::{Buffer, Event, Kernel, OclPrm, Program, Queue};
 use surfcl_core::matcher::{KeyKind, Match, MatchConfig, accept_two_nearest};
 use surfcl_core::{Descriptor, DescriptorQ7, Keypoint};
 
-use super::OpenClError;
+use super::device::select;
 use super::enqueue::{launch, launch_on};
+use super::error::OpenClError;
 use super::gpu::Gpu;
 use super::inject::{self, FaultPoint};
 use crate::backend::StageTiming;
@@ -118,9 +119,10 @@ impl Element for i8 {
 }
 
 impl GpuMatcher {
-    /// Makes a matcher on the device chosen by `spec` (see [`super::open`]).
+    /// Makes a matcher on the device chosen by `spec` (an index or a name substring, see
+    /// `opencl::open`).
     pub fn open(spec: Option<&str>) -> Result<Self, OpenClError> {
-        Self::new(Gpu::new(super::select(spec)?)?)
+        Self::new(Gpu::new(select(spec)?)?)
     }
 
     pub(crate) fn new(gpu: Gpu) -> Result<Self, OpenClError> {
@@ -208,9 +210,9 @@ impl GpuMatcher {
     }
 
     /// The element type's work-group size for `nq` queries: the f32 kernel takes groups of 128
-    /// once there are enough queries for a 128-query group on every half compute unit (on the
-    /// H100, 16384^2: 1.40 ms against 1.64 with 64; at 4096^2, 64 is faster: 0.122 against
-    /// 0.142; `surfcl bench`, same run, 2026-11-25). Results do not depend on it.
+    /// once there are enough queries for a 128-query group on every half compute unit (larger
+    /// groups pay off only on large sets; smaller sets are faster with 64: docs/BENCHMARKS.md).
+    /// Results do not depend on it.
     fn group_size<T: Element>(&self, nq: usize) -> usize {
         let cus = self.gpu.selected.info.compute_units.max(1) as usize;
         if nq >= 64 * cus {

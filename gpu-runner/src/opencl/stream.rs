@@ -41,15 +41,15 @@ use ocl::{Buffer, Event, Queue};
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
+use super::detector::{Detector, DetectorConfig};
+use super::device::{Selected, select};
 use super::enqueue::Staging;
-use super::frame::{
-    DetectOutput, Detector, DetectorConfig, Events, Launch, read_results, readback_hint,
-};
+use super::error::OpenClError;
+use super::frame::{DetectOutput, Events, Launch, read_results, readback_hint};
 use super::gpu::Gpu;
 use super::matcher::GpuMatcher;
-use super::pipeline::PipelineConfig;
-use super::record::{Header, readback_words};
-use super::{OpenClError, Selected};
+use super::record::{HEADER_WORDS, Header, readback_words};
+use super::surf::SurfPipelineConfig;
 use crate::backend::StageTiming;
 
 /// One processed frame of a stream.
@@ -57,7 +57,7 @@ use crate::backend::StageTiming;
 pub struct StreamFrame {
     /// Position of the frame in the input sequence (skipped frames count).
     pub index: usize,
-    /// Keypoints, strongest first (as [`super::Detector::detect`]).
+    /// Keypoints, strongest first (as [`Detector::detect`]).
     pub keypoints: Vec<Keypoint>,
     /// Unit-length descriptors, same order.
     pub descriptors: Vec<Descriptor>,
@@ -181,10 +181,11 @@ pub struct StreamPipeline {
 }
 
 impl StreamPipeline {
-    /// Makes a SURF streaming pipeline on the device chosen by `spec` (see [`super::open`]).
+    /// Makes a SURF streaming pipeline on the device chosen by `spec` (an index or a name
+    /// substring, see `opencl::open`).
     pub fn open(
         spec: Option<&str>,
-        config: PipelineConfig,
+        config: SurfPipelineConfig,
         matching: MatchConfig,
     ) -> Result<Self, OpenClError> {
         Self::open_detector(spec, DetectorConfig::Surf(config), matching)
@@ -196,7 +197,7 @@ impl StreamPipeline {
         detector: DetectorConfig,
         matching: MatchConfig,
     ) -> Result<Self, OpenClError> {
-        Self::new(super::select(spec)?, detector, matching)
+        Self::new(select(spec)?, detector, matching)
     }
 
     fn new(
@@ -458,7 +459,7 @@ impl StreamPipeline {
     ) -> Result<(usize, DetectOutput), OpenClError> {
         let stage = &self.results[st.out_slot].host()?[..readback_words(st.guess)];
         let kernels = self.detector.kernels_mut();
-        let header: [u32; super::record::HEADER_WORDS] = *stage
+        let header: [u32; HEADER_WORDS] = *stage
             .first_chunk()
             .ok_or_else(|| OpenClError::Unsupported("readback shorter than a header".into()))?;
         let header = Header::of(&header)

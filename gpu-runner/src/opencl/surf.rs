@@ -1,13 +1,13 @@
 //! The per-frame SURF pipeline on one OpenCL device.
 //!
-//! A [`Pipeline`] is made once for a device, a maximum frame size, the SURF parameters and a
+//! A [`SurfPipeline`] is made once for a device, a maximum frame size, the SURF parameters and a
 //! keypoint capacity, and reused for every frame: every device buffer is allocated at creation,
 //! so a frame costs one upload, a dozen kernel launches on one in-order queue (no host synchronisation in
 //! between) and normally one readback of the header, keypoints and descriptors together. The
 //! upload, readback and output are the shared plumbing of `frame.rs`.
 //!
 //! Stages (all octaves per launch):
-//! 1. `integral_band_sums`, `integral_bands` (`frame::IntegralKernels`): the exact `u32`
+//! 1. `integral_band_sums`, `integral_bands` (`integral::IntegralKernels`): the exact `u32`
 //!    integral image, written once (the first also clears the result header, so no separate
 //!    fill is needed);
 //! 2. `hessian_f32` or `hessian_packed`: the box-filter responses of the 4 intervals of every
@@ -35,27 +35,30 @@ use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
-use super::OpenClError;
+use super::descriptor::{
+    DESCRIPTOR_WORK_ITEMS, ORIENTATION_TABLE_BYTES, descriptor_kernel, enqueue_descriptor,
+};
+use super::device::select;
 use super::enqueue::launch_after;
+use super::error::OpenClError;
 use super::frame::{
-    DESCRIPTOR_WORK_ITEMS, DetectOutput, DetectorConfig, DetectorKernels, Events, FrameIo,
-    INTEGRAL_DEFINES, IntegralKernels, Launch, ORIENTATION_TABLE_BYTES, descriptor_kernel,
-    enqueue_descriptor, run_frame,
+    DetectOutput, DetectorKernels, DetectorSetup, Events, FrameIo, Launch, run_frame,
 };
 use super::gpu::Gpu;
+use super::integral::{INTEGRAL_DEFINES, IntegralKernels};
 use super::record::{Header, KP_WORDS, MAX_OCTAVES};
 use super::strongest::{self, StrongestN};
 
 const SURF_CL: &str = include_str!("../../kernels/surf.cl");
 
-/// The candidate buffers' entry of [`Pipeline::device_memory`], and their bytes per candidate:
+/// The candidate buffers' entry of [`SurfPipeline::device_memory`], and their bytes per candidate:
 /// the record, the rank key and the selection's sort buffers.
 const CANDIDATE_MEMORY: &str = "candidates + keys + sort";
 const CANDIDATE_BYTES: usize = 4 * KP_WORDS + 8 + strongest::BYTES_PER_CANDIDATE;
 
-/// What a [`Pipeline`] is made for.
+/// What a [`SurfPipeline`] is made for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PipelineConfig {
+pub struct SurfPipelineConfig {
     /// Largest frame width.
     pub max_width: usize,
     /// Largest frame height.
@@ -110,9 +113,9 @@ struct LocalSizes {
 
 /// The SURF pipeline for one device, frame size limit, configuration and capacity.
 #[derive(Debug)]
-pub struct Pipeline {
+pub struct SurfPipeline {
     io: FrameIo,
-    config: PipelineConfig,
+    config: SurfPipelineConfig,
     cand: Buffer<u32>,
     keys: Buffer<u64>,
     select: StrongestN,
@@ -128,14 +131,15 @@ pub struct Pipeline {
     memory: Vec<(&'static str, u64)>,
 }
 
-impl Pipeline {
-    /// Makes a pipeline on the device chosen by `spec` (see [`super::open`]).
-    pub fn open(spec: Option<&str>, config: PipelineConfig) -> Result<Self, OpenClError> {
-        Self::new(Gpu::new(super::select(spec)?)?, config)
+impl SurfPipeline {
+    /// Makes a pipeline on the device chosen by `spec` (an index or a name substring, see
+    /// `opencl::open`).
+    pub fn open(spec: Option<&str>, config: SurfPipelineConfig) -> Result<Self, OpenClError> {
+        Self::new(Gpu::new(select(spec)?)?, config)
     }
 
     /// Makes a pipeline on an existing context/queue.
-    pub(crate) fn new(gpu: Gpu, config: PipelineConfig) -> Result<Self, OpenClError> {
+    pub(crate) fn new(gpu: Gpu, config: SurfPipelineConfig) -> Result<Self, OpenClError> {
         let surf = config.surf;
         surf.validate()
             .map_err(|e| OpenClError::Unsupported(format!("SURF configuration: {e}")))?;
@@ -227,8 +231,8 @@ impl Pipeline {
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         let k_descriptor =
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
-        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (a
-        // sweep of 32-1024 found none faster on an H100), `DESCRIPTOR_WORK_ITEMS` per keypoint
+        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (no
+        // size from 32 to 1024 was faster on the GPUs measured), `DESCRIPTOR_WORK_ITEMS` per keypoint
         // for its orientation's 109 samples and then its descriptor's 576.
         let per_kp = if defaults { 128 } else { wanted };
         let per_descriptor = if defaults {
@@ -301,7 +305,7 @@ impl Pipeline {
     }
 
     /// What the pipeline was made for.
-    pub fn config(&self) -> &PipelineConfig {
+    pub fn config(&self) -> &SurfPipelineConfig {
         &self.config
     }
 
@@ -431,7 +435,7 @@ impl Pipeline {
     }
 }
 
-impl DetectorKernels for Pipeline {
+impl DetectorKernels for SurfPipeline {
     fn io(&self) -> &FrameIo {
         &self.io
     }
@@ -479,9 +483,23 @@ impl DetectorKernels for Pipeline {
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
     }
+}
 
-    fn config(&self) -> DetectorConfig {
-        DetectorConfig::Surf(self.config)
+impl DetectorSetup for SurfPipelineConfig {
+    fn max_size(&self) -> (usize, usize) {
+        (self.max_width, self.max_height)
+    }
+
+    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
+        (self.max_width, self.max_height) = (max_width, max_height);
+    }
+
+    fn set_local_size(&mut self, local_size: Option<usize>) {
+        self.local_size = local_size;
+    }
+
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(SurfPipeline::new(gpu, *self)?))
     }
 }
 
@@ -539,4 +557,125 @@ fn initial_candidate_capacity(grids: &Grids, max_keypoints: usize) -> usize {
         .max(4096)
         .min(grids.max_candidates())
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use surfcl_core::integral::integral_len;
+    use surfcl_core::surf::{self, SurfConfig};
+    use surfcl_core::{GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
+
+    use super::*;
+    use crate::opencl::strongest::SelectLayout;
+    use crate::opencl::strongest::tests::{FORCED_LAYOUT, MERGE_FRAMES, RANK_FRAMES};
+
+    /// Forces a layout on this thread until dropped (also when the test fails).
+    struct Forced;
+
+    impl Forced {
+        fn layout(layout: SelectLayout) -> Self {
+            FORCED_LAYOUT.with(|f| f.set(Some(layout)));
+            Forced
+        }
+    }
+
+    impl Drop for Forced {
+        fn drop(&mut self) {
+            FORCED_LAYOUT.with(|f| f.set(None));
+        }
+    }
+
+    /// Every layout keeps the core's keypoints in the core's order: the GPU's (512-key runs,
+    /// 32 lanes per key), the CPU device's, and odd ones (one key per sort work-item, 4
+    /// lanes), with work-group sizes that make from 5 to about 140 runs (the merge sort above
+    /// 32; the test checks that both ways ran), capped and uncapped, and after a frame without
+    /// candidates (ranked by searches across up to 140 runs, several per lane). Fails (rather
+    /// than passing vacuously) without an OpenCL device.
+    #[test]
+    fn every_select_layout_keeps_the_cores_keypoints() {
+        let boat = crate::opencl::test_images::boat();
+        let (w, h) = (boat.width, boat.height);
+        let image = GrayImage::new(&boat.pixels, w, h).unwrap();
+        // Upright: the reference is detection alone (orientation is compared elsewhere).
+        let surf = SurfConfig {
+            upright: true,
+            ..SurfConfig::default()
+        };
+        let mut table = vec![0u32; integral_len(w, h).unwrap()];
+        let ii = IntegralImage::compute(&image, &mut table).unwrap();
+        let mut scratch = vec![0u32; surf::scratch_len(&surf, w, h).unwrap()];
+        let mut storage = vec![Keypoint::default(); 20_000];
+        let mut sink = KeypointBuffer::new(&mut storage);
+        let stats = surf::detect(&ii, &surf, &mut scratch, &mut sink).unwrap();
+        sink.sort();
+        let all = sink.points();
+        assert!(all.len() > 2000, "{} keypoints", all.len());
+
+        let layouts = [(2, 32), (4, 1), (1, 4)];
+        for (run_per_item, rank_lanes) in layouts {
+            let layout = SelectLayout {
+                run_per_item,
+                rank_lanes,
+            };
+            let _forced = Forced::layout(layout);
+            let ways = |n: &'static std::thread::LocalKey<Cell<usize>>| n.with(Cell::get);
+            let (rank_before, merge_before) = (ways(&RANK_FRAMES), ways(&MERGE_FRAMES));
+            for local_size in [None, Some(64), Some(32)] {
+                for max_keypoints in [500, all.len()] {
+                    let mut gpu = SurfPipeline::open(
+                        None,
+                        SurfPipelineConfig {
+                            max_width: w,
+                            max_height: h,
+                            surf,
+                            max_keypoints,
+                            local_size,
+                        },
+                    )
+                    .unwrap_or_else(|e| {
+                        panic!("this test needs an OpenCL device (CI: pocl-opencl-icd): {e}")
+                    });
+                    // Twice: the second frame picks its way by the first one's count. Then
+                    // after a frame without candidates, which makes the next frame rank by
+                    // binary searches however many runs it has (every lane searching several).
+                    for frame in 0..3 {
+                        if frame == 2 {
+                            let blank = vec![40u8; w * h];
+                            let calm = gpu.detect(&GrayImage::new(&blank, w, h).unwrap());
+                            assert_eq!(calm.unwrap().candidates, 0);
+                        }
+                        let out = gpu.detect(&image).unwrap();
+                        let what = format!(
+                            "{layout:?}, local size {local_size:?}, {max_keypoints} kept, \
+                             frame {frame}"
+                        );
+                        let wrong: Vec<usize> = (0..max_keypoints.min(out.keypoints.len()))
+                            .filter(|&i| out.keypoints[i] != all[i])
+                            .take(8)
+                            .collect();
+                        assert!(
+                            wrong.is_empty() && out.keypoints.len() == max_keypoints,
+                            "{what}: {} kept; records {wrong:?} wrong, the first of them is \
+                             the core's keypoint {:?}",
+                            out.keypoints.len(),
+                            wrong
+                                .first()
+                                .map(|&i| all.iter().position(|k| *k == out.keypoints[i]))
+                        );
+                        assert_eq!(
+                            out.dropped,
+                            stats.dropped + all.len() - max_keypoints,
+                            "{what}"
+                        );
+                    }
+                }
+            }
+            assert!(
+                ways(&RANK_FRAMES) > rank_before && ways(&MERGE_FRAMES) > merge_before,
+                "{layout:?}: both ways of ranking must run"
+            );
+        }
+    }
 }
