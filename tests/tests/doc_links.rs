@@ -306,7 +306,11 @@ fn the_log_check_finds_an_unlinked_log() {
     let dir = std::env::temp_dir().join(format!("surfcl-bench-logs-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("docs/bench-logs/gpu")).unwrap();
     std::fs::write(dir.join("docs/bench-logs/gpu/cited.txt"), "log\n").unwrap();
-    std::fs::write(dir.join("docs/bench-logs/gpu/cited-with-anchor.txt"), "log\n").unwrap();
+    std::fs::write(
+        dir.join("docs/bench-logs/gpu/cited-with-anchor.txt"),
+        "log\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("docs/bench-logs/gpu/forgotten.txt"), "log\n").unwrap();
     std::fs::write(dir.join("docs/bench-logs/only-in-code.txt"), "log\n").unwrap();
     std::fs::write(
