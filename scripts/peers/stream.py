@@ -33,7 +33,8 @@ try:
     import cv2
     import numpy as np
 except ImportError as e:
-    sys.exit(f"peer_stream.py needs OpenCV and numpy ({e}): pip install opencv-python-headless numpy")
+    sys.exit(f"scripts/peers/stream.py needs OpenCV and numpy ({e}): "
+             "pip install opencv-python-headless numpy")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHIFT = 16

@@ -4,6 +4,8 @@
 //! links.
 //!
 //! The walk skips build outputs and hidden folders (`target*`, `.git`, virtual environments).
+//! In `third_party/` only the project's own notes on its patches (`PATCHES.md`) are read: the
+//! vendored crates keep their upstream documents as published.
 //!
 //! Every raw log in `docs/bench-logs/` is linked from some document (BENCHMARKS or HISTORY):
 //! a log that no page cites is a figure nobody can find.
@@ -19,7 +21,8 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
-/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments.
+/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments; below
+/// `third_party/` only the `PATCHES.md` notes.
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -35,10 +38,30 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
                 || name == "node_modules"
                 || name.contains("venv")
                 || name == "__pycache__";
-            if !skip {
+            if name == "third_party" {
+                patch_notes(&path, out);
+            } else if !skip {
                 markdown_files(&path, out);
             }
         } else if name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `PATCHES.md` below `dir`: the project's notes on the vendored crates it patches.
+fn patch_notes(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                patch_notes(&path, out);
+            }
+        } else if path.file_name().is_some_and(|n| n == "PATCHES.md") {
             out.push(path);
         }
     }
