@@ -34,11 +34,11 @@ test: deps-test
 	$(CARGO) test --workspace
 	$(MAKE) nostd-check
 
-# Coverage-guided fuzzing (nightly toolchain + cargo-fuzz, both installed by scripts/fuzz.sh when
+# Coverage-guided fuzzing (nightly toolchain + cargo-fuzz, both installed by scripts/test/fuzz.sh when
 # missing): FUZZ_SECONDS per target (longer campaigns: FUZZ_SECONDS=600).
 FUZZ_SECONDS ?= 20
 fuzz:
-	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/test/fuzz.sh
 
 # 2000 frames at 30 Hz through the ROS node, resident-memory growth bound, and latency (~100 s).
 soak:
@@ -62,7 +62,7 @@ ci: test fmt-check clippy
 
 # ---- Cross builds: Jetson-class aarch64 boards and microcontrollers (docs/CROSS.md) -----------
 # Debian's Rust 1.96 (rustc-web) is used explicitly: rustup here cannot add targets or rust-src,
-# and -Zbuild-std needs library sources of exactly the compiler's version. scripts/install-cross.sh
+# and -Zbuild-std needs library sources of exactly the compiler's version. scripts/install/cross.sh
 # installs it and the rest (arm64 multiarch, qemu) when missing.
 CROSS_CARGO := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo
 # Bare-metal targets build `core` from source (stable compiler, so the bootstrap switch).
@@ -78,7 +78,7 @@ FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT).elf
 .PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run firmware-count cross-test
 
 deps-cross:
-	scripts/install-cross.sh
+	scripts/install/cross.sh
 
 # surfcl-core (through nostd-check, a no_std staticlib) and the example firmware for each
 # microcontroller target; `surfcl` and `surfcl-node` for aarch64 Linux.
@@ -110,14 +110,14 @@ firmware: deps-cross
 
 # Runs the firmware once under qemu: make firmware-run TARGET=... IMAGE=file.pgm [VARIANT=f32]
 firmware-run: firmware
-	scripts/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
+	scripts/cross/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
 
 # Instructions per frame, deterministic: qemu -icount shift=0 (one instruction per virtual ns)
 firmware-count: firmware
-	QEMU_EXTRA="-icount shift=0" scripts/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
+	QEMU_EXTRA="-icount shift=0" scripts/cross/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
 
 # Firmware under qemu on every MCU target and the aarch64 CLI under qemu-aarch64, each compared
 # with the x86 CPU backend on the same image.
 cross-test: cross
 	$(CARGO) build -p surfcl-gpu --bin surfcl
-	CROSS_DIR=$(CROSS_DIR) HOST_SURFCL=target/debug/surfcl IMAGE=$(IMAGE) scripts/cross-test.sh
+	CROSS_DIR=$(CROSS_DIR) HOST_SURFCL=target/debug/surfcl IMAGE=$(IMAGE) scripts/cross/test.sh

@@ -4,7 +4,7 @@
 # surfcl writes every program it builds into $SURFCL_DUMP_PROGRAMS (gpu.rs, DUMP_PROGRAMS_ENV);
 # ptxas -v then reports per kernel. A stack frame means an array the compiler could not keep in
 # registers (each work-item writes and reads it back through memory): see ARCHITECTURE, "The
-# Hessian and NMS kernels".
+# kernels" (Hessian and NMS).
 #   sh ptxas-report.sh SURFCL_BINARY IMAGE [ARCH]   (ARCH: sm_90 for H100/H200)
 set -u
 bin=${1:?surfcl binary}

@@ -4,6 +4,11 @@
 //! links.
 //!
 //! The walk skips build outputs and hidden folders (`target*`, `.git`, virtual environments).
+//! In `third_party/` only the project's own notes on its patches (`PATCHES.md`) are read: the
+//! vendored crates keep their upstream documents as published.
+//!
+//! Every raw log in `docs/bench-logs/` is linked from some document (BENCHMARKS or HISTORY):
+//! a log that no page cites is a figure nobody can find.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,8 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
-/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments.
+/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments; below
+/// `third_party/` only the `PATCHES.md` notes.
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -32,10 +38,30 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
                 || name == "node_modules"
                 || name.contains("venv")
                 || name == "__pycache__";
-            if !skip {
+            if name == "third_party" {
+                patch_notes(&path, out);
+            } else if !skip {
                 markdown_files(&path, out);
             }
         } else if name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `PATCHES.md` below `dir`: the project's notes on the vendored crates it patches.
+fn patch_notes(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                patch_notes(&path, out);
+            }
+        } else if path.file_name().is_some_and(|n| n == "PATCHES.md") {
             out.push(path);
         }
     }
@@ -171,6 +197,52 @@ fn anchors(text: &str) -> HashSet<String> {
     seen
 }
 
+/// The files a Markdown file's relative links lead to (fragments dropped; missing targets left
+/// out: `broken_links` reports those).
+fn linked_files(file: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(file).unwrap();
+    links(&text)
+        .into_iter()
+        .filter(|t| !t.is_empty() && !t.contains("://") && !t.starts_with("mailto:"))
+        .filter_map(|t| {
+            let path_part = t.split('#').next().unwrap_or("");
+            if path_part.is_empty() {
+                return None;
+            }
+            file.parent().unwrap().join(path_part).canonicalize().ok()
+        })
+        .collect()
+}
+
+/// Every file below `dir`, recursively.
+fn files_below(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_below(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// The files of `root/docs/bench-logs` that no Markdown file below `root` links to, as paths
+/// relative to `root`, sorted.
+fn unlinked_bench_logs(root: &Path) -> Vec<String> {
+    let mut documents = Vec::new();
+    markdown_files(root, &mut documents);
+    let linked: HashSet<PathBuf> = documents.iter().flat_map(|d| linked_files(d)).collect();
+    let mut logs = Vec::new();
+    files_below(&root.join("docs/bench-logs"), &mut logs);
+    let mut unlinked: Vec<String> = logs
+        .iter()
+        .filter(|log| !linked.contains(&log.canonicalize().unwrap()))
+        .map(|log| log.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    unlinked.sort();
+    unlinked
+}
+
 /// The broken links of the Markdown file `file`, as `"file: target (why)"`.
 fn broken_links(file: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap();
@@ -231,6 +303,54 @@ fn every_relative_link_in_the_docs_resolves() {
     );
     let broken: Vec<String> = files.iter().flat_map(|f| broken_links(f)).collect();
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_bench_log_is_linked_from_a_document() {
+    let root = root();
+    let mut logs = Vec::new();
+    files_below(&root.join("docs/bench-logs"), &mut logs);
+    // The walk found the logs (else the test would pass on nothing).
+    assert!(
+        logs.len() > 50,
+        "only {} files in docs/bench-logs: is the walk broken?",
+        logs.len()
+    );
+    let unlinked = unlinked_bench_logs(&root);
+    assert!(
+        unlinked.is_empty(),
+        "bench logs that no document links (link each from docs/BENCHMARKS.md or docs/HISTORY.md):\n{}",
+        unlinked.join("\n")
+    );
+}
+
+#[test]
+fn the_log_check_finds_an_unlinked_log() {
+    let dir = std::env::temp_dir().join(format!("surfcl-bench-logs-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("docs/bench-logs/gpu")).unwrap();
+    std::fs::write(dir.join("docs/bench-logs/gpu/cited.txt"), "log\n").unwrap();
+    std::fs::write(
+        dir.join("docs/bench-logs/gpu/cited-with-anchor.txt"),
+        "log\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("docs/bench-logs/gpu/forgotten.txt"), "log\n").unwrap();
+    std::fs::write(dir.join("docs/bench-logs/only-in-code.txt"), "log\n").unwrap();
+    std::fs::write(
+        dir.join("docs/BENCHMARKS.md"),
+        "# Benchmarks\n[log](bench-logs/gpu/cited.txt), [log](bench-logs/gpu/cited-with-anchor.txt#L2)\n\
+         `bench-logs/only-in-code.txt` is not a link\n",
+    )
+    .unwrap();
+    let unlinked = unlinked_bench_logs(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        unlinked,
+        vec![
+            "docs/bench-logs/gpu/forgotten.txt".to_string(),
+            "docs/bench-logs/only-in-code.txt".to_string()
+        ]
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 #   - the example firmware under qemu for each microcontroller target and variant: same
 #     keypoint count, x / y / scale within 1e-3 px of `surfcl detect --backend cpu` for the f32
 #     variant, within 0.05 px for the fixed-point one (its own arithmetic; core/tests/fixed_point.rs
-#     holds it to the f32 path on all six frames); its symbols (scripts/check-firmware-symbols.sh:
+#     holds it to the f32 path on all six frames); its symbols (scripts/cross/check-firmware-symbols.sh:
 #     no soft double anywhere, no soft float at all in the fixed-point variant);
 #   - instructions per frame on thumbv6m under `qemu -icount shift=0`: the fixed-point variant
 #     must need at most a third of the f32 (soft-float) variant's count;
@@ -13,7 +13,7 @@
 # Environment: CROSS_DIR (build folder of `make cross`), HOST_SURFCL (the x86 binary),
 # IMAGE (default data/boat-qvga/img1.pgm), MCU_TARGETS, FIRMWARE_VARIANTS ("TARGET:VARIANT ...").
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cross_dir=${CROSS_DIR:-target-cross}
 host=${HOST_SURFCL:-target/debug/surfcl}
@@ -34,12 +34,12 @@ for run in $runs; do
     variant=${run##*:}
     elf="$cross_dir/firmware/$target-$variant.elf"
     echo "== firmware $target ($variant) under qemu"
-    scripts/check-firmware-symbols.sh "$elf" "$target" "$variant" || status=1
+    scripts/cross/check-firmware-symbols.sh "$elf" "$target" "$variant" || status=1
     tol=0.001
     [ "$variant" = fixed ] && tol=0.05
-    if scripts/firmware-run.sh "$target" "$elf" "$image" >"$work/$target-$variant.txt"; then
+    if scripts/cross/firmware-run.sh "$target" "$elf" "$image" >"$work/$target-$variant.txt"; then
         grep -E '^(keypoints|stack_high_water) ' "$work/$target-$variant.txt"
-        scripts/compare_keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" \
+        scripts/cross/compare-keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" \
             --tol "$tol" || status=1
     else
         echo "cross-test: firmware $target ($variant) failed:" >&2
@@ -55,7 +55,7 @@ if [ -n "$sample" ] && [ -s "$sample" ]; then
     echo "== self-check: a firmware output with one keypoint moved by 0.01 px must be rejected"
     awk 'NR == 1 && NF == 3 { printf "%.3f %s %s\n", $1 + 0.01, $2, $3; next } { print }' \
         "$sample" >"$work/corrupted.txt"
-    if scripts/compare_keypoints.py firmware "$work/corrupted.txt" "$work/host.json"; then
+    if scripts/cross/compare-keypoints.py firmware "$work/corrupted.txt" "$work/host.json"; then
         echo "cross-test: the comparison accepted a corrupted output" >&2
         status=1
     else
@@ -65,7 +65,7 @@ fi
 
 # Instructions per frame, counted deterministically (one instruction per virtual ns).
 count_instructions() {
-    QEMU_EXTRA="-icount shift=0" scripts/firmware-run.sh thumbv6m-none-eabi \
+    QEMU_EXTRA="-icount shift=0" scripts/cross/firmware-run.sh thumbv6m-none-eabi \
         "$cross_dir/firmware/thumbv6m-none-eabi-$1.elf" "$image" |
         awk '$1 == "instructions" { print $2 }'
 }
@@ -99,7 +99,7 @@ if [ "${SKIP_AARCH64:-0}" != 1 ]; then
         timeout 300 "${qemu_aarch64[@]}" "$aarch64" detect "$frame" --backend auto \
             --json "$work/aarch64.json" >/dev/null || status=1
         echo "aarch64 detect --backend auto took $(( ($(date +%s%N) - start) / 1000000 )) ms under qemu"
-        scripts/compare_keypoints.py json "$work/aarch64.json" "$work/host-frame.json" || status=1
+        scripts/cross/compare-keypoints.py json "$work/aarch64.json" "$work/host-frame.json" || status=1
     done
 fi
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Compares keypoints of a cross build with the x86 CPU backend's (`surfcl detect --json`).
 
-    compare_keypoints.py firmware FIRMWARE_OUTPUT.txt HOST.json [--tol 1e-3]
+    compare-keypoints.py firmware FIRMWARE_OUTPUT.txt HOST.json [--tol 1e-3]
         The firmware's lines `x y scale` (3 decimals) against the host's keypoints, in order:
         same count, |dx|, |dy|, |dscale| <= tol (default 1e-3 px; both sides print 3 decimals
         of the same f32 values, so equal results differ by at most one rounding step).
-    compare_keypoints.py json OTHER.json HOST.json [--tol 0]
+    compare-keypoints.py json OTHER.json HOST.json [--tol 0]
         Two `surfcl detect --json` reports: same count, every keypoint field and descriptor
         component within tol (default 0: bit-identical as printed).
 

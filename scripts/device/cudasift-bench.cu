@@ -2,9 +2,9 @@
 // same-run comparisons of docs/BENCHMARKS.md. Built on the lent GPU machine against CudaSift's
 // sources, which are not part of this repository (scripts/device/prepare-cudasift.sh puts a
 // snapshot beside this file, in a git-ignored folder):
-//   nvcc -O3 -arch=sm_90 -Icudasift cudasift_bench.cu cudasift/cudaImage.cu \
-//        cudasift/cudaSiftH.cu cudasift/matching.cu -o cudasift_bench
-//   ./cudasift_bench IMAGE.pgm [FRAMES] > /dev/null      (results on stderr)
+//   nvcc -O3 -arch=sm_90 -Icudasift cudasift-bench.cu cudasift/cudaImage.cu \
+//        cudasift/cudaSiftH.cu cudasift/matching.cu -o cudasift-bench
+//   ./cudasift-bench IMAGE.pgm [FRAMES] > /dev/null      (results on stderr)
 // Settings of CudaSift's own demo (mainSift.cpp): 5 octaves, initial blur 1.0, threshold 3.0.
 // "with upload": the float image (CudaSift's input format) copied from pinned host memory,
 // extraction, keypoints and descriptors read back (ExtractSift does that when the SiftData has

@@ -2,8 +2,8 @@
 """Peer of the CPU backend bench (gpu-runner/benches/cpu_backend.rs): cv2 ORB with 5000 features,
 detectAndCompute, on the same images, warm.
 
-Usage: peer_orb.py THREADS IMAGE... Prints one JSON line per image: the median and the best of
-15 runs after a warm-up (milliseconds), and the keypoint count.
+Usage: scripts/peers/orb.py THREADS IMAGE... Prints one JSON line per image: the median and the
+best of 15 runs after a warm-up (milliseconds), and the keypoint count.
 Needs: pip install opencv-python-headless
 """
 import json

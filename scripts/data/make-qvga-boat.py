@@ -4,7 +4,7 @@ Oxford boat sequence in data/oxford-boat/: the centre 800x600 of each image, red
 exact area averaging, and the ground-truth homographies rewritten for the new pixel grid.
 
 Pure Python (no PIL/numpy), deterministic; run from the repository root:
-    python3 scripts/make_qvga_boat.py
+    python3 scripts/data/make-qvga-boat.py
 """
 import os
 

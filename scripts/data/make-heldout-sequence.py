@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A held-out quality sequence in the Oxford layout, from an image that is not boat.
 
-    scripts/make_heldout_sequence.py IMAGE OUT_DIR
+    scripts/data/make-heldout-sequence.py IMAGE OUT_DIR
     surfcl eval OUT_DIR --backend cpu
 
 IMAGE is any real photograph (the team uses "Elephants" from Debian's mate-backgrounds, GPL-2+,
-as scripts/bench_cpu_vs_b728.sh downloads it; it is never committed). img1 is the image at
+as scripts/bench/cpu-ab.sh downloads it; it is never committed). img1 is the image at
 960x540 in gray; img2..img5 are it warped by known homographies (rotations by 20, 45 and 90
 degrees with zooms of 1.0, 0.9 and 1.2 about the centre, and a perspective), written as
 H1to2p..H1to5p. Needs numpy and opencv-python-headless.

@@ -3,8 +3,8 @@
 knnMatch k=2 on the very descriptors the bench matched (raw little-endian f32, 64 per row, as
 the bench writes them with SURFCL_MATCH_DUMP=DIR).
 
-Usage: peer_bfmatcher.py THREADS DIR. Prints one JSON line per size: the best of 5 runs after a
-warm-up (milliseconds).
+Usage: scripts/peers/bfmatcher.py THREADS DIR. Prints one JSON line per size: the best of 5
+runs after a warm-up (milliseconds).
 Needs: pip install opencv-python-headless numpy
 """
 import glob

@@ -17,7 +17,7 @@ Peers (all capped at --max-keypoints, default 10000 = surfcl's --max-keypoints d
 - orb: ORB_create(nfeatures=N).detectAndCompute.
 Both match with BFMatcher(NORM_HAMMING).knnMatch(k=2) + ratio 0.8 (surfcl's default ratio).
 
-Usage: python3 scripts/peer_stream.py [IMAGE] [--frames N] [--sizes 640x480,1920x1080]
+Usage: python3 scripts/peers/stream.py [IMAGE] [--frames N] [--sizes 640x480,1920x1080]
            [--threads T] [--peers harris,orb] [--json FILE|-]
 Needs: pip install opencv-python-headless numpy
 """
@@ -33,9 +33,10 @@ try:
     import cv2
     import numpy as np
 except ImportError as e:
-    sys.exit(f"peer_stream.py needs OpenCV and numpy ({e}): pip install opencv-python-headless numpy")
+    sys.exit(f"scripts/peers/stream.py needs OpenCV and numpy ({e}): "
+             "pip install opencv-python-headless numpy")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHIFT = 16
 WARM = 5
 RATIO = 0.8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the example firmware once under the qemu machine of its target and prints its output.
-#   scripts/firmware-run.sh TARGET ELF IMAGE.pgm
+#   scripts/cross/firmware-run.sh TARGET ELF IMAGE.pgm
 # TARGET: thumbv7em-none-eabihf (mps2-an386, Cortex-M4F), thumbv6m-none-eabi (mps2-an385, a
 # Cortex-M3 running the v6-M code), riscv32imc-unknown-none-elf (virt). The image is read by the
 # firmware from the host through semihosting; the exit code is the firmware's.

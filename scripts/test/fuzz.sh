@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of fuzz/ for a bounded time and fails on the first crash.
 #
-#   scripts/fuzz.sh                 # all default targets, FUZZ_SECONDS (20) each
-#   FUZZ_SECONDS=300 scripts/fuzz.sh matcher surf_detect
+#   scripts/test/fuzz.sh                 # all default targets, FUZZ_SECONDS (20) each
+#   FUZZ_SECONDS=300 scripts/test/fuzz.sh matcher surf_detect
 #
 # Needs the nightly toolchain (cargo-fuzz's sanitizers); installs cargo-fuzz when missing.
 # New corpus entries go to fuzz/target/corpus/<target>/ (not committed); the committed seeds in
@@ -12,7 +12,7 @@
 # printed at the end and written to fuzz/target/fuzz-stats.txt.
 set -euo pipefail
 
-cd "$(dirname "$0")/../fuzz"
+cd "$(dirname "$0")/../../fuzz"
 seconds="${FUZZ_SECONDS:-20}"
 toolchain="${FUZZ_TOOLCHAIN:-nightly}"
 

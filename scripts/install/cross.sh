@@ -25,7 +25,7 @@ for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "install-cross: installing ${missing[*]}" >&2
+    echo "install/cross.sh: installing ${missing[*]}" >&2
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         sudo_if_needed dpkg --add-architecture arm64
     fi

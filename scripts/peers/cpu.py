@@ -7,7 +7,7 @@
   640x480 (top-left) and tiled to 1920x1080, exactly as the Rust bench builds them.
 
 Reports the best of several runs (ms) with 1 thread and with the default thread count.
-Usage: python3 scripts/peers_cpu.py [--quick] [--json FILE]
+Usage: python3 scripts/peers/cpu.py [--quick] [--json FILE]
 Needs: pip install opencv-python-headless numpy
 """
 import argparse
@@ -18,7 +18,7 @@ import time
 import cv2
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def best_ms(fn, repeats):

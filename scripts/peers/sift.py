@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Peer for the core detect+describe benchmark: cv2 SIFT detectAndCompute on the same image.
 
-Usage: peer_sift.py IMAGE [THREADS]. Prints median milliseconds of 7 runs after a warm-up and the
-keypoint count, as JSON. (PyPI OpenCV has no SURF: that is why surfcl exists.)
+Usage: scripts/peers/sift.py IMAGE [THREADS]. Prints median milliseconds of 7 runs after a
+warm-up and the keypoint count, as JSON. (PyPI OpenCV has no SURF: that is why surfcl exists.)
 """
 import json
 import statistics

@@ -2,7 +2,7 @@
 # Checks a firmware ELF for software floating-point routines that its variant must not need
 # (issue 12), from its symbol table:
 #
-#   scripts/check-firmware-symbols.sh ELF TARGET VARIANT
+#   scripts/cross/check-firmware-symbols.sh ELF TARGET VARIANT
 #
 # - VARIANT=f32: no double-precision routine on any target (`__aeabi_d*`, `__adddf3`,
 #   `__muldf3`, `__extendsfdf2`, ...). The core has no f64 at run time; on thumbv7em-none-eabihf
