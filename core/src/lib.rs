@@ -36,7 +36,6 @@ pub mod config;
 pub mod describe;
 pub mod fixed;
 pub mod haar;
-pub mod haar_map;
 pub mod harris;
 pub mod homography;
 pub mod image;
@@ -45,6 +44,7 @@ pub mod keypoint;
 pub mod matcher;
 pub mod surf;
 
+pub use describe::haar_map;
 pub use image::{GrayImage, ImageError};
 pub use integral::IntegralImage;
 pub use keypoint::{

@@ -849,7 +849,6 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
         );
         let stats =
             detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
-        drop(strategy);
         assert_eq!(sink.points(), &expected[..], "{precision:?} step {step}");
         assert_eq!(stats, expected_stats, "{precision:?} step {step}");
         // Every octave's maps as a full fill leaves them.
@@ -926,7 +925,6 @@ fn banded_fill_and_scan_gives_the_keypoints_of_detect() {
                 let stats =
                     detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy)
                         .unwrap();
-                drop(strategy);
                 let case = format!("{precision:?} step {step} band {band} capacity {capacity}");
                 assert_eq!(sink.points(), &expected.0[..], "{case}");
                 assert_eq!(stats, expected.1, "{case}");

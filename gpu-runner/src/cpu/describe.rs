@@ -17,10 +17,9 @@ const KEYPOINTS_PER_TASK: usize = 32;
 
 /// A Haar map pays for itself when it has at most this many cells per keypoint of its size.
 /// A keypoint reads 576 Haar pairs, eight scattered table values each without a map and one
-/// cell with; a cell costs a few vector operations along table rows. On the development machine
-/// (AVX2, one thread, upright) a map saved about 0.7 us per keypoint and cost 0.32 ns per cell
-/// at 640x480 (cache-resident) and 0.46 ns at 1920x1080: break-even at 1500-2200 cells per
-/// keypoint. A little below that, so that a map that would only just pay is not computed.
+/// cell with; a cell costs a few vector operations along table rows. Measured with AVX2 on one
+/// thread, upright, the break-even lies at 1500-2200 cells per keypoint (docs/BENCHMARKS.md);
+/// the bound is a little below, so that a map that would only just pay is not computed.
 const MAP_CELLS_PER_KEYPOINT: usize = 1200;
 
 /// Map rows filled per task.
@@ -105,14 +104,13 @@ pub(super) struct SpatialOrder {
 /// (in runs of [`KEYPOINTS_PER_TASK`] on `pool`, or on this thread without one), then put back
 /// in the frame's order.
 ///
-/// Strongest-first order jumps around the image: on a 1080p frame, whose integral image is
-/// larger than a core's cache, describing in that order spends a third of the time waiting for
-/// memory. Each keypoint's orientation and descriptor depend only on the integral image and the
+/// Strongest-first order jumps around the image: on a frame whose integral image is larger than
+/// a core's cache, describing in that order waits for memory much of the time. Each keypoint's orientation and descriptor depend only on the integral image and the
 /// keypoint, so the result is identical to one call in the frame's order.
 ///
-/// The descriptors replace `out`'s in the frame's order, each written once (a megabyte and a
-/// half at 1920x1080: zeroing it first, and the spatial copy each frame, took 4% of an upright
-/// frame), on the threads.
+/// The descriptors replace `out`'s in the frame's order, each written once and on the threads
+/// (at 1920x1080 they are a megabyte and a half: zeroing them first, or copying them on one
+/// thread, would be a serial pass over all of it every frame).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn describe_parallel(
     ii: &IntegralImage<'_>,
@@ -133,7 +131,12 @@ pub(super) fn describe_parallel(
     let n = keypoints.len();
     order.clear();
     order.extend(0..n);
-    order.sort_unstable_by(|&a, &b| keypoints[a].y.total_cmp(&keypoints[b].y).then(a.cmp(&b)));
+    // A total order (row, then index): the same permutation however it is sorted.
+    let by_row = |&a: &usize, &b: &usize| keypoints[a].y.total_cmp(&keypoints[b].y).then(a.cmp(&b));
+    match pool {
+        Some(pool) => pool.install(|| order.par_sort_unstable_by(by_row)),
+        None => order.sort_unstable_by(by_row),
+    }
     sorted.clear();
     sorted.extend(order.iter().map(|&i| keypoints[i]));
     // Grown once, then overwritten frame after frame.

@@ -71,8 +71,7 @@ pub struct CpuBackend {
 /// Whether the CPU backend describes upright keypoints from Haar maps (`surfcl_core::haar_map`:
 /// the Haar pair of every pixel for the wavelet sizes many keypoints share, computed first).
 /// The descriptors are the same bits either way; only the time differs, and which way is faster
-/// depends on the CPU and the frame size (at 1920x1080 maps made the frame at most 3% faster on
-/// one development host and 20% slower on another: docs/BENCHMARKS.md).
+/// depends on the CPU and the frame size (docs/BENCHMARKS.md has the figures).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum HaarMapPolicy {
     /// Time both on the first frames of each size (alternating, [`MAP_TRIALS`] frames) and then
@@ -278,8 +277,8 @@ impl Backend for CpuBackend {
 
         let pool = self.pool.as_deref();
         // Upright only: an oriented keypoint's description reads the table values its
-        // orientation has just brought into the cache, and maps gained 6% of its time at
-        // 640x480 but lost 3% at 1920x1080 (docs/BENCHMARKS.md).
+        // orientation has just brought into the cache, so maps gain little there or lose
+        // (docs/BENCHMARKS.md).
         let mut maps = Vec::new();
         let describe_start = Instant::now();
         let use_maps = upright

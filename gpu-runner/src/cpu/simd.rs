@@ -160,8 +160,8 @@ mod x86 {
 
     /// `kernels` with the `f32` matcher's lane sums in AVX-512: its 16 lanes are one register,
     /// so a pair of descriptors costs four subtractions, multiplications and additions (AVX2:
-    /// eight each). The rest stays AVX2, which was faster on the development hosts with
-    /// AVX-512 (docs/BENCHMARKS.md).
+    /// eight each). The rest stays AVX2: wider vectors did not make those loops faster
+    /// (docs/BENCHMARKS.md).
     pub(super) fn with_avx512_f32_matcher(kernels: Kernels) -> Kernels {
         Kernels {
             name: "AVX2, AVX-512F matcher",
