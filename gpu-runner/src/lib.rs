@@ -1,6 +1,7 @@
 //! # surfcl-gpu
 //!
-//! The OpenCL pipeline of surfcl and the library side of the `surfcl` command-line tool.
+//! The runtime of surfcl: the OpenCL pipeline and the CPU backend behind one `Backend` seam
+//! (the `surfcl` command-line tool is the `surfcl-cli` crate).
 //!
 //! ## Modules
 //! - [`backend`]: the [`backend::Backend`] seam, the detection parameters (the shared
@@ -10,10 +11,6 @@
 //! - [`cpu`]: the CPU reference backend over `surfcl-core` (with AVX2, chosen at run time, for
 //!   its description loops: `wide`).
 //! - [`opencl`]: the OpenCL backend (kernels in `kernels/*.cl`) and device listing.
-//! - [`io`]: image and homography file loading with size checks before decoding.
-//! - [`draw`]: annotated PNG output (keypoints, matches).
-//! - [`report`]: the JSON reports of `detect`, `match` and `eval`.
-//! - [`cli`]: the `surfcl` command line (clap), `surfcl bench` included.
 //! - [`error`]: the crate's error type.
 //!
 //! ## Cargo features
@@ -28,16 +25,17 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod backend;
-pub mod cli;
 pub mod cpu;
-pub mod draw;
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
-pub mod io;
 mod open;
+// The unit tests load the sample images with a small test-only loader (the tool's `io` is in
+// `surfcl-cli`).
+#[cfg(test)]
+#[path = "../tests/support/gray.rs"]
+mod io;
 pub mod opencl;
-pub mod report;
 mod wide;
 
 pub use backend::{

@@ -22,13 +22,13 @@ use super::output::{Human, JsonOutput, persist_all, stderr_line};
 use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
 
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
-use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
-use crate::open_backend;
-use crate::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
 use crate::report::ParamsJson;
 use surfcl_core::config::Named;
+use surfcl_gpu::Error;
+use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
+use surfcl_gpu::open_backend;
+use surfcl_gpu::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]

@@ -11,7 +11,7 @@
 //! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style) and of their sum, from a
 //! pipeline with a profiling queue, and of the host wall time of a whole frame (upload, kernels
 //! and readback) from a second pipeline without one, as applications run it
-//! ([`crate::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
+//! ([`surfcl_gpu::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
 //! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
 //!
 //! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384 up to the keypoint
@@ -36,12 +36,11 @@ use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 
 use super::{BenchArgs, ImageSize};
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming};
-use crate::error::Error;
-use crate::open_backend;
-use crate::opencl::{
-    Detector, DetectorConfig, GpuMatcher, OpenClError, StreamPipeline, SurfPipeline,
-    SurfPipelineConfig,
+use surfcl_gpu::Error;
+use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming};
+use surfcl_gpu::open_backend;
+use surfcl_gpu::opencl::{
+    Detector, DetectorConfig, GpuMatcher, OpenClError, StreamPipeline, SurfPipeline, SurfPipelineConfig,
 };
 
 /// Where the benchmark frame is looked for: `$SURFCL_BENCH_IMAGE` when set (the value
@@ -303,7 +302,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     let mut stream_rows = Vec::new();
     // Streams run as applications run them, without profiling, unless `--profile` asks for
     // their device stages.
-    crate::opencl::set_profiling(args.detect.profile);
+    surfcl_gpu::opencl::set_profiling(args.detect.profile);
     if gpu_available && args.stream {
         say(
             "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)",
@@ -436,12 +435,12 @@ fn bench_gpu(
     let config = DetectorConfig::for_params(params, image.width(), image.height());
     // Two passes: the device stages from a profiling queue, then the end-to-end time from a
     // pipeline without profiling, as applications run it (`opencl::set_profiling`).
-    let restore = crate::opencl::profiling();
-    crate::opencl::set_profiling(true);
+    let restore = surfcl_gpu::opencl::profiling();
+    surfcl_gpu::opencl::set_profiling(true);
     let profiled = Detector::open(device, config);
-    crate::opencl::set_profiling(false);
+    surfcl_gpu::opencl::set_profiling(false);
     let plain = Detector::open(device, config);
-    crate::opencl::set_profiling(restore);
+    surfcl_gpu::opencl::set_profiling(restore);
     let (mut profiled, mut pipeline) = (profiled?, plain?);
     let warm = profiled.detect(image)?;
     let mut frame_timings = Vec::with_capacity(frames);
@@ -498,7 +497,7 @@ fn bench_matcher(
     device: Option<&str>,
 ) -> Result<Vec<Value>, Error> {
     // The matcher's device time comes from its events.
-    crate::opencl::set_profiling(true);
+    surfcl_gpu::opencl::set_profiling(true);
     let mut matcher = GpuMatcher::open(device)?;
     let config = MatchConfig::default();
     let mut rows = Vec::new();
@@ -517,7 +516,7 @@ fn bench_matcher(
         let mut walls = Vec::new();
         let mut count = 0;
         for _ in 0..=runs {
-            let mut t = crate::opencl::MatchTimings::default();
+            let mut t = surfcl_gpu::opencl::MatchTimings::default();
             let m = matcher.match_f32(&kps, &query, &kps, &train, &config, &mut t)?;
             count = m.len();
             kernel.push(
@@ -593,7 +592,7 @@ fn bench_stream(
         .map(|c| GrayImage::new(c, w, h))
         .collect::<Result<_, _>>()?;
     let mut stream = StreamPipeline::open_detector(device, detector, MatchConfig::default())?;
-    let profiled = crate::opencl::profiling();
+    let profiled = surfcl_gpu::opencl::profiling();
     // Warm-up: at least 5 frames and 300 ms of streaming. A GPU that was idle raises its clocks
     // over the first tens of milliseconds of work: timed from the 6th frame, the first run of a
     // process on an idle H100 had a p99 of 5-7.5 ms against 2.2-2.3 ms for the runs after it
