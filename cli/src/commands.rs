@@ -131,6 +131,12 @@ pub(crate) fn devices() -> Result<ExitCode, Error> {
             stdout_line("the CPU backend (--backend cpu) always works")?;
         }
     }
+    let auto = surfcl_gpu::explain_auto();
+    let takes = match &auto.device {
+        Some(d) => format!("OpenCL device {}", d.index),
+        None => "the CPU backend".to_string(),
+    };
+    stdout_line(&format!("--backend auto takes {takes}: {}", auto.reason))?;
     Ok(ExitCode::SUCCESS)
 }
 

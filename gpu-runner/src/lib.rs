@@ -42,4 +42,4 @@ pub use backend::{
     Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
 };
 pub use error::Error;
-pub use open::{AutoChoice, explain_auto, is_unavailable, open_backend};
+pub use open::{AutoChoice, explain_auto, open_backend};
