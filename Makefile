@@ -18,7 +18,7 @@ deps-test:
 	scripts/install-deps.sh --test
 
 build: deps
-	$(CARGO) build --release -p surfcl-gpu
+	$(CARGO) build --release -p surfcl-cli
 
 demo: build
 	@mkdir -p $(OUT)
@@ -95,7 +95,7 @@ cross-mcu: deps-cross
 
 cross-linux: deps-cross
 	$(CROSS_CARGO) build --release --locked --target $(LINUX_CROSS) --target-dir $(CROSS_DIR) \
-		-p surfcl-gpu -p surfcl-ros --bins
+		-p surfcl-cli -p surfcl-ros --bins
 	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node
 
 # One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32|fixed]
@@ -119,5 +119,5 @@ firmware-count: firmware
 # Firmware under qemu on every MCU target and the aarch64 CLI under qemu-aarch64, each compared
 # with the x86 CPU backend on the same image.
 cross-test: cross
-	$(CARGO) build -p surfcl-gpu --bin surfcl
+	$(CARGO) build -p surfcl-cli --bin surfcl
 	CROSS_DIR=$(CROSS_DIR) HOST_SURFCL=target/debug/surfcl IMAGE=$(IMAGE) scripts/cross/test.sh

@@ -496,7 +496,7 @@ pub fn matcher(data: &[u8]) {
 
 /// The CLI's image decoding (PNG, PGM/PPM, JPEG) from bytes.
 pub fn image_decode(data: &[u8]) {
-    if let Ok(img) = surfcl_gpu::io::decode_gray(data, Path::new("fuzz-input")) {
+    if let Ok(img) = surfcl_cli::io::decode_gray(data, Path::new("fuzz-input")) {
         assert_eq!(img.pixels.len(), img.width * img.height);
         assert!(img.view().is_ok(), "{}x{}", img.width, img.height);
     }

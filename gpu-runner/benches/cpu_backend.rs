@@ -19,7 +19,9 @@ use surfcl_core::harris::HarrisConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use surfcl_gpu::cpu::CpuBackend;
-use surfcl_gpu::io::load_gray;
+#[path = "../tests/support/gray.rs"]
+mod gray;
+use gray::load_gray;
 
 /// The images of this run.
 fn images() -> Vec<PathBuf> {

@@ -19,7 +19,9 @@ use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, Features};
 use surfcl_gpu::cpu::CpuBackend;
-use surfcl_gpu::io::{OwnedGray, load_gray};
+#[path = "../tests/support/gray.rs"]
+mod gray;
+use gray::{OwnedGray, load_gray};
 
 /// The two images and whether to upscale them 2x.
 fn images() -> (Vec<PathBuf>, bool) {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::{Backend, BackendChoice};
 use crate::cpu::CpuBackend;
 use crate::error::Error;
-use crate::opencl::{self, DeviceInfo, OpenClError, preferred_device};
+use crate::opencl::{self, DeviceInfo, preferred_device};
 
 /// Whether the "using the CPU backend" note was printed already (once per process).
 static CPU_NOTED: AtomicBool = AtomicBool::new(false);
@@ -94,7 +94,7 @@ fn names_a_device(device_spec: Option<&str>) -> bool {
 /// [`crate::opencl::open`]) only applies to OpenCL.
 ///
 /// [`BackendChoice::Auto`] follows [`explain_auto`]: an OpenCL GPU or accelerator when there is
-/// one, else the CPU backend (with a note on stderr, once per process). A `device_spec` that
+/// one, else the CPU backend (with a note on stderr, once per process, in a build with OpenCL). A `device_spec` that
 /// names a device asks for OpenCL on it, whatever its kind; a device that fails to open (a
 /// kernel that does not build, a `--device` that matches nothing) is an error, because silently
 /// hiding it would make timings and results misleading.
@@ -125,7 +125,8 @@ fn open_unwrapped(
             match auto.device {
                 Some(device) => Ok(opencl::open(Some(&device.index.to_string()))?),
                 None => {
-                    if !CPU_NOTED.swap(true, Ordering::Relaxed) {
+                    // A build without OpenCL has nothing else to offer: no note then.
+                    if cfg!(feature = "opencl") && !CPU_NOTED.swap(true, Ordering::Relaxed) {
                         // Not `eprintln!`: it panics when stderr is a closed pipe (`2>&1 | head`).
                         let _ = writeln!(
                             std::io::stderr(),
@@ -137,16 +138,5 @@ fn open_unwrapped(
                 }
             }
         }
-    }
-}
-
-/// Whether an OpenCL error only means "there is no OpenCL here": no platform, no device while
-/// none in particular was asked for, or a build without OpenCL. For front ends that open
-/// OpenCL pipelines themselves (`surfcl stream`) and fall back to the CPU as `auto` does.
-pub fn is_unavailable(e: &OpenClError, device_spec: Option<&str>) -> bool {
-    match e {
-        OpenClError::NoPlatform | OpenClError::NotBuilt => true,
-        OpenClError::NoDevice { .. } => !names_a_device(device_spec),
-        _ => false,
     }
 }

@@ -15,7 +15,9 @@ use surfcl_core::surf::{self, SurfConfig};
 use surfcl_core::{IntegralImage, Keypoint};
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, Features};
 use surfcl_gpu::cpu::CpuBackend;
-use surfcl_gpu::io::{OwnedGray, load_gray};
+#[path = "support/gray.rs"]
+mod gray;
+use gray::{OwnedGray, load_gray};
 
 fn boat(n: u32) -> OwnedGray {
     let path =

@@ -1,15 +1,15 @@
 //! Shared helpers of the cross-crate integration tests: where the data is, and loading it.
 //!
-//! The CLI's own end-to-end tests live in `gpu-runner/tests/cli.rs`, where Cargo provides the
+//! The CLI's own end-to-end tests live in `cli/tests/cli.rs`, where Cargo provides the
 //! path of the built `surfcl` binary (`CARGO_BIN_EXE_surfcl`); the tests of this crate use the
 //! libraries directly.
 
 use std::path::{Path, PathBuf};
 
+use surfcl_cli::io::{OwnedGray, load_gray, load_homography};
 use surfcl_core::homography::Homography;
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
 use surfcl_core::{Descriptor, Keypoint};
-use surfcl_gpu::io::{OwnedGray, load_gray, load_homography};
 
 /// The repository's `data/` folder.
 pub fn data_dir() -> PathBuf {

@@ -9,11 +9,11 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use surfcl_cli::io::OwnedGray;
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use surfcl_gpu::cpu::CpuBackend;
-use surfcl_gpu::io::OwnedGray;
 use surfcl_gpu::opencl::OpenClError;
 use surfcl_tests::boat_image;
 

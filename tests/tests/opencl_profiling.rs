@@ -5,14 +5,14 @@
 
 use std::path::Path;
 
+use surfcl_cli::io::load_gray;
 use surfcl_core::surf::SurfConfig;
-use surfcl_gpu::io::load_gray;
 use surfcl_gpu::opencl::{
     DetectOutput, DetectorConfig, StreamPipeline, SurfPipeline, SurfPipelineConfig, profiling,
     set_profiling,
 };
 
-fn boat() -> surfcl_gpu::io::OwnedGray {
+fn boat() -> surfcl_cli::io::OwnedGray {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
     load_gray(&path).unwrap()
 }

@@ -331,7 +331,7 @@ fn stream_cli_reports_bad_files_and_matches_good_frames() {
 
     for detector in ["surf", "harris"] {
         let json = dir.join(format!("{detector}.json"));
-        let code = surfcl_gpu::cli::main_with_args([
+        let code = surfcl_cli::main_with_args([
             "surfcl",
             "stream",
             dir.to_str().unwrap(),

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use surfcl_cli::io::OwnedGray;
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
@@ -11,7 +12,6 @@ use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, F
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::error::Error;
 use surfcl_gpu::fault::{FAULT_ENV, FaultKind, FaultPlan, FaultyBackend, Operation};
-use surfcl_gpu::io::OwnedGray;
 use surfcl_gpu::opencl::OpenClError;
 use surfcl_tests::boat_image;
 
@@ -186,8 +186,7 @@ fn cli_child() {
     let Ok(image) = std::env::var("SURFCL_TEST_CLI_IMAGE") else {
         return;
     };
-    let code =
-        surfcl_gpu::cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "cpu"]);
+    let code = surfcl_cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "cpu"]);
     assert_eq!(
         code,
         std::process::ExitCode::SUCCESS,

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use surfcl_cli::io::{decode_gray, load_homography};
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::homography::{Homography, HomographyError};
 use surfcl_core::image::{MAX_DIMENSION, MAX_PIXELS, check_dimensions};
@@ -17,7 +18,6 @@ use surfcl_gpu::backend::{
 };
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::error::Error;
-use surfcl_gpu::io::{decode_gray, load_homography};
 
 /// Peak resident set of this process, in KiB (`None` off Linux).
 fn vm_hwm_kib() -> Option<u64> {

@@ -106,7 +106,7 @@ fn write_1080p_boat() {
     let mut bytes = format!("P5\n{w} {h}\n255\n").into_bytes();
     bytes.extend_from_slice(&out);
     std::fs::write(&path, bytes).unwrap();
-    let back = surfcl_gpu::io::load_gray(&path).unwrap();
+    let back = surfcl_cli::io::load_gray(&path).unwrap();
     assert_eq!((back.width, back.height), (w, h));
     println!("wrote {}", path.display());
 }

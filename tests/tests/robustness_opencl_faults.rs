@@ -7,11 +7,11 @@
 
 use std::process::Command;
 
+use surfcl_cli::io::OwnedGray;
 use surfcl_core::GrayImage;
 use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::SurfConfig;
-use surfcl_gpu::io::OwnedGray;
 use surfcl_gpu::opencl::inject::{
     CL_FAULT_ENV, ClFaultPlan, FaultPoint, INJECTED, clear_plan, set_plan,
 };
@@ -364,13 +364,8 @@ fn cli_opencl_child() {
     let Ok(image) = std::env::var("SURFCL_TEST_CL_IMAGE") else {
         return;
     };
-    let code = surfcl_gpu::cli::main_with_args([
-        "surfcl",
-        "detect",
-        image.as_str(),
-        "--backend",
-        "opencl",
-    ]);
+    let code =
+        surfcl_cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "opencl"]);
     assert_eq!(
         code,
         std::process::ExitCode::SUCCESS,

@@ -5,9 +5,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum OpenClError {
     /// This build of surfcl has no OpenCL backend (built without the `opencl` cargo feature).
-    #[error(
-        "this build has no OpenCL backend (built without the `opencl` cargo feature): use the CPU backend"
-    )]
+    #[error("this build has no OpenCL backend (built without the `opencl` cargo feature)")]
     NotBuilt,
     /// No OpenCL platform is installed.
     #[error(

@@ -7,15 +7,15 @@ use clap::Args;
 
 use super::args::{DetectOptions, MatchOptions};
 use super::output::{Human, JsonOutput, OutputFile, WrittenFile, persist_all, stdout_line};
-use crate::backend::{DescriptorKind, Features};
-use crate::open_backend;
 use surfcl_core::homography::correct_matches;
+use surfcl_gpu::backend::{DescriptorKind, Features};
+use surfcl_gpu::open_backend;
 
 use crate::draw::{self, MatchLine};
-use crate::error::Error;
 use crate::io::{load_gray, load_homography};
 use crate::report::{DetectReport, KeypointJson, MatchReport, ParamsJson, matches_json, ratio};
 use surfcl_core::config::Named;
+use surfcl_gpu::Error;
 
 /// `surfcl detect`.
 #[derive(Debug, Clone, Args)]
@@ -109,7 +109,7 @@ pub(crate) fn print_profile(human: &Human, label: &str, features: &Features) -> 
 
 /// `surfcl devices`.
 pub(crate) fn devices() -> Result<ExitCode, Error> {
-    match crate::opencl::list_devices() {
+    match surfcl_gpu::opencl::list_devices() {
         Ok(list) if list.is_empty() => {
             stdout_line("no OpenCL device found (the CPU backend, --backend cpu, always works)")?;
         }
@@ -131,6 +131,12 @@ pub(crate) fn devices() -> Result<ExitCode, Error> {
             stdout_line("the CPU backend (--backend cpu) always works")?;
         }
     }
+    let auto = surfcl_gpu::explain_auto();
+    let takes = match &auto.device {
+        Some(d) => format!("OpenCL device {}", d.index),
+        None => "the CPU backend".to_string(),
+    };
+    stdout_line(&format!("--backend auto takes {takes}: {}", auto.reason))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -147,7 +153,7 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
     let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     let gray = load_gray(&args.image)?;
     // One frame: the cost of profiling does not matter, and the JSON reports the stages.
-    crate::opencl::set_profiling(true);
+    surfcl_gpu::opencl::set_profiling(true);
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let features = backend.detect(&gray.view()?, &params)?;
     human.line(&format!(
@@ -193,7 +199,7 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
         .as_deref()
         .map(load_homography)
         .transpose()?;
-    crate::opencl::set_profiling(true);
+    surfcl_gpu::opencl::set_profiling(true);
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
     let f1 = backend.detect(&gray1.view()?, &params)?;
     let f2 = backend.detect(&gray2.view()?, &params)?;

@@ -14,12 +14,12 @@ use surfcl_core::homography::{CORRECT_TOLERANCE_PX, correct_matches, repeatabili
 
 use super::args::{DetectOptions, MatchOptions};
 use super::output::{Human, JsonOutput, persist_all};
-use crate::backend::Features;
-use crate::error::Error;
 use crate::io::{load_gray, load_homography};
-use crate::open_backend;
 use crate::report::{EvalPair, EvalReport, ParamsJson, ratio};
 use surfcl_core::config::Named;
+use surfcl_gpu::Error;
+use surfcl_gpu::backend::Features;
+use surfcl_gpu::open_backend;
 
 /// Image extensions looked for, in this order of preference.
 const EXTENSIONS: [&str; 6] = ["pgm", "png", "ppm", "jpg", "jpeg", "pnm"];

@@ -9,10 +9,10 @@ use surfcl_core::config::{Named, ThresholdUnit};
 use surfcl_core::matcher::MatchConfig;
 use surfcl_core::surf::Precision;
 
-use crate::backend::{
+use surfcl_gpu::Error;
+use surfcl_gpu::backend::{
     BackendChoice, DEFAULT_MAX_KEYPOINTS, DescriptorKind, DetectParams, DetectorKind,
 };
-use crate::error::Error;
 
 /// A clap parser for an option spelled with the shared names of `surfcl_core::config` (the
 /// node's string parameters take the same words).

@@ -17,7 +17,7 @@ use surfcl_core::GrayImage;
 use surfcl_core::homography::Homography;
 use surfcl_core::image::check_dimensions;
 
-use crate::error::Error;
+use surfcl_gpu::Error;
 
 /// An owned 8-bit grayscale image, row-major and tightly packed.
 #[derive(Debug, Clone, PartialEq, Eq)]

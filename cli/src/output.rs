@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
-use crate::error::Error;
+use surfcl_gpu::Error;
 
 /// The name standard output has in error messages.
 pub const STDOUT: &str = "<stdout>";

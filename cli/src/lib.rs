@@ -1,4 +1,14 @@
-//! The `surfcl` command line.
+//! # surfcl-cli
+//!
+//! The `surfcl` command-line tool over the `surfcl-gpu` runtime (OpenCL, or the CPU backend).
+//!
+//! ## Modules
+//! - [`io`]: image and homography file loading with size checks before decoding.
+//! - [`draw`]: annotated PNG output (keypoints, matches).
+//! - [`report`]: the JSON reports of `detect`, `match` and `eval`.
+//! - the commands (clap), `surfcl bench` included, and their outputs.
+//!
+//! ## Commands
 //!
 //! ```text
 //! surfcl devices
@@ -22,11 +32,18 @@
 //! under a temporary name and renamed only when the whole run succeeded: a failed run leaves no
 //! output behind (see `output`).
 
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod args;
 mod bench;
 mod commands;
+pub mod draw;
 mod eval;
+pub mod io;
 pub(crate) mod output;
+pub mod report;
 mod stream;
 
 use std::ffi::OsString;
@@ -39,7 +56,7 @@ pub use commands::{DetectArgs, MatchArgs};
 pub use eval::{EvalArgs, find_oxford_sequence};
 pub use stream::StreamArgs;
 
-use crate::error::Error;
+use surfcl_gpu::Error;
 
 /// SURF and Harris interest points, SURF-64 descriptors and matching, on OpenCL or the CPU.
 #[derive(Debug, Parser)]
@@ -117,7 +134,7 @@ fn error_chain(e: &Error) -> String {
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     // A misspelt fault plan would silently test nothing: refuse it up front.
     #[cfg(feature = "fault-injection")]
-    crate::opencl::inject::plan_from_env().map_err(Error::InvalidArgument)?;
+    surfcl_gpu::opencl::inject::plan_from_env().map_err(Error::InvalidArgument)?;
     match cli.command {
         Command::Devices => commands::devices(),
         Command::Detect(args) => commands::detect(&args),

@@ -11,7 +11,7 @@
 //! device time (OpenCL profiling events, Sommer's Tables 7.2-7.6 style) and of their sum, from a
 //! pipeline with a profiling queue, and of the host wall time of a whole frame (upload, kernels
 //! and readback) from a second pipeline without one, as applications run it
-//! ([`crate::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
+//! ([`surfcl_gpu::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
 //! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
 //!
 //! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384 up to the keypoint
@@ -26,22 +26,32 @@
 //! table and a 1024 x 1024 matcher.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+#[cfg(feature = "opencl")]
+use std::time::Duration;
+use std::time::Instant;
 
 use super::output::{JsonOutput, persist_all, stderr_line, stdout_line};
 
 use serde_json::{Value, json};
-use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32};
+use surfcl_core::GrayImage;
+use surfcl_core::matcher::MatchConfig;
+#[cfg(feature = "opencl")]
+use surfcl_core::matcher::{Match, TrainBest, match_f32};
+#[cfg(feature = "opencl")]
 use surfcl_core::surf::{Precision, SurfConfig};
-use surfcl_core::{Descriptor, GrayImage, Keypoint};
+#[cfg(feature = "opencl")]
+use surfcl_core::{Descriptor, Keypoint};
 
 use super::{BenchArgs, ImageSize};
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, DetectorKind, StageTiming};
-use crate::error::Error;
-use crate::open_backend;
-use crate::opencl::{
-    Detector, DetectorConfig, GpuMatcher, OpenClError, StreamPipeline, SurfPipeline,
-    SurfPipelineConfig,
+use surfcl_gpu::Error;
+#[cfg(feature = "opencl")]
+use surfcl_gpu::backend::DetectorKind;
+use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, StageTiming};
+use surfcl_gpu::open_backend;
+use surfcl_gpu::opencl::OpenClError;
+#[cfg(feature = "opencl")]
+use surfcl_gpu::opencl::{
+    Detector, DetectorConfig, GpuMatcher, StreamPipeline, SurfPipeline, SurfPipelineConfig,
 };
 
 /// Where the benchmark frame is looked for: `$SURFCL_BENCH_IMAGE` when set (the value
@@ -196,6 +206,7 @@ impl XorShift {
     }
 }
 
+#[cfg(feature = "opencl")]
 fn random_unit_descriptors(n: usize, seed: u64) -> Vec<Descriptor> {
     let mut rng = XorShift(seed | 1);
     (0..n)
@@ -268,8 +279,10 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
                     gpu_wall = stats["wall_ms"].as_f64().unwrap_or(f64::NAN);
                     row.insert("opencl".into(), stats);
                 }
-                Err(OpenClError::NoPlatform) if choice == BackendChoice::Auto => {
-                    stderr_line("note: no OpenCL platform; measuring the CPU backend only");
+                Err(e @ (OpenClError::NoPlatform | OpenClError::NotBuilt))
+                    if choice == BackendChoice::Auto =>
+                {
+                    stderr_line(&format!("note: {e}; measuring the CPU backend only"));
                     gpu_available = false;
                 }
                 Err(e) => return Err(e.into()),
@@ -300,36 +313,24 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         print_size_row(&say, w, h, &row, cpu_wall, gpu_wall)?;
         report_sizes.push(Value::Object(row));
     }
-    let mut stream_rows = Vec::new();
     // Streams run as applications run them, without profiling, unless `--profile` asks for
     // their device stages.
-    crate::opencl::set_profiling(args.detect.profile);
-    if gpu_available && args.stream {
+    surfcl_gpu::opencl::set_profiling(args.detect.profile);
+    let stream_rows = if gpu_available && args.stream {
         say(
             "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)",
         )?;
-        for kind in [DetectorKind::Surf, DetectorKind::Harris] {
-            for size in &args.sizes {
-                let (w, h) = (size.width, size.height);
-                let detector = DetectorConfig::for_params(
-                    &DetectParams {
-                        detector: kind,
-                        ..params
-                    },
-                    w,
-                    h,
-                );
-                stream_rows.push(bench_stream(
-                    &say,
-                    &source,
-                    (w, h),
-                    detector,
-                    device,
-                    args.frames.max(100),
-                )?);
-            }
-        }
-    }
+        bench_streams(
+            &say,
+            &source,
+            &args.sizes,
+            &params,
+            device,
+            args.frames.max(100),
+        )?
+    } else {
+        Vec::new()
+    };
     let memory = if gpu_available {
         bench_memory(&say, &args.sizes, &params, device)?
     } else {
@@ -427,6 +428,7 @@ fn print_size_row(
 }
 
 /// Runs the pipeline on one frame size; returns the device name and the medians as JSON.
+#[cfg(feature = "opencl")]
 fn bench_gpu(
     image: &GrayImage<'_>,
     params: &DetectParams,
@@ -436,12 +438,12 @@ fn bench_gpu(
     let config = DetectorConfig::for_params(params, image.width(), image.height());
     // Two passes: the device stages from a profiling queue, then the end-to-end time from a
     // pipeline without profiling, as applications run it (`opencl::set_profiling`).
-    let restore = crate::opencl::profiling();
-    crate::opencl::set_profiling(true);
+    let restore = surfcl_gpu::opencl::profiling();
+    surfcl_gpu::opencl::set_profiling(true);
     let profiled = Detector::open(device, config);
-    crate::opencl::set_profiling(false);
+    surfcl_gpu::opencl::set_profiling(false);
     let plain = Detector::open(device, config);
-    crate::opencl::set_profiling(restore);
+    surfcl_gpu::opencl::set_profiling(restore);
     let (mut profiled, mut pipeline) = (profiled?, plain?);
     let warm = profiled.detect(image)?;
     let mut frame_timings = Vec::with_capacity(frames);
@@ -492,13 +494,14 @@ fn bench_gpu(
 }
 
 /// The matcher benchmark (module docs).
+#[cfg(feature = "opencl")]
 fn bench_matcher(
     say: &Say<'_>,
     sizes: &[usize],
     device: Option<&str>,
 ) -> Result<Vec<Value>, Error> {
     // The matcher's device time comes from its events.
-    crate::opencl::set_profiling(true);
+    surfcl_gpu::opencl::set_profiling(true);
     let mut matcher = GpuMatcher::open(device)?;
     let config = MatchConfig::default();
     let mut rows = Vec::new();
@@ -517,7 +520,7 @@ fn bench_matcher(
         let mut walls = Vec::new();
         let mut count = 0;
         for _ in 0..=runs {
-            let mut t = crate::opencl::MatchTimings::default();
+            let mut t = surfcl_gpu::opencl::MatchTimings::default();
             let m = matcher.match_f32(&kps, &query, &kps, &train, &config, &mut t)?;
             count = m.len();
             kernel.push(
@@ -550,6 +553,7 @@ fn bench_matcher(
 }
 
 /// A percentile (nearest rank) of `values`, which it sorts.
+#[cfg(feature = "opencl")]
 fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
@@ -563,6 +567,7 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// frame, so consecutive frames really match) through a [`StreamPipeline`]; frames per second
 /// over the whole run and the per-frame latency percentiles (from the start of a frame's upload
 /// to its matches), after a warm-up of at least 5 frames and 300 ms.
+#[cfg(feature = "opencl")]
 fn bench_stream(
     say: &Say<'_>,
     source: &image::GrayImage,
@@ -593,7 +598,7 @@ fn bench_stream(
         .map(|c| GrayImage::new(c, w, h))
         .collect::<Result<_, _>>()?;
     let mut stream = StreamPipeline::open_detector(device, detector, MatchConfig::default())?;
-    let profiled = crate::opencl::profiling();
+    let profiled = surfcl_gpu::opencl::profiling();
     // Warm-up: at least 5 frames and 300 ms of streaming. A GPU that was idle raises its clocks
     // over the first tens of milliseconds of work: timed from the 6th frame, the first run of a
     // process on an idle H100 had a p99 of 5-7.5 ms against 2.2-2.3 ms for the runs after it
@@ -680,6 +685,7 @@ fn bench_stream(
 
 /// Device memory of the pipeline per buffer, for each requested size, `f32` and 8-bit packed
 /// responses, 4096 keypoints (the other parameters as given).
+#[cfg(feature = "opencl")]
 fn bench_memory(
     say: &Say<'_>,
     sizes: &[ImageSize],
@@ -725,6 +731,80 @@ fn bench_memory(
         }
     }
     Ok(rows)
+}
+
+/// [`bench_stream`] for SURF and Harris at every size.
+#[cfg(feature = "opencl")]
+fn bench_streams(
+    say: &Say<'_>,
+    source: &image::GrayImage,
+    sizes: &[ImageSize],
+    params: &DetectParams,
+    device: Option<&str>,
+    frames: usize,
+) -> Result<Vec<Value>, Error> {
+    let mut rows = Vec::new();
+    for kind in [DetectorKind::Surf, DetectorKind::Harris] {
+        for size in sizes {
+            let (w, h) = (size.width, size.height);
+            let detector = DetectorConfig::for_params(
+                &DetectParams {
+                    detector: kind,
+                    ..*params
+                },
+                w,
+                h,
+            );
+            rows.push(bench_stream(say, source, (w, h), detector, device, frames)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// The OpenCL measurements of a build without the OpenCL backend: each answers the runtime's
+/// error that says so (`run` measures the CPU alone then, or fails for `--backend opencl`).
+#[cfg(not(feature = "opencl"))]
+fn bench_gpu(
+    _image: &GrayImage<'_>,
+    _params: &DetectParams,
+    _device: Option<&str>,
+    _frames: usize,
+) -> Result<(String, Value), OpenClError> {
+    Err(OpenClError::NotBuilt)
+}
+
+/// See the other `bench_gpu` stub.
+#[cfg(not(feature = "opencl"))]
+fn bench_streams(
+    _say: &Say<'_>,
+    _source: &image::GrayImage,
+    _sizes: &[ImageSize],
+    _params: &DetectParams,
+    _device: Option<&str>,
+    _frames: usize,
+) -> Result<Vec<Value>, Error> {
+    Err(OpenClError::NotBuilt.into())
+}
+
+/// See the `bench_gpu` stub.
+#[cfg(not(feature = "opencl"))]
+fn bench_memory(
+    _say: &Say<'_>,
+    _sizes: &[ImageSize],
+    _params: &DetectParams,
+    _device: Option<&str>,
+) -> Result<Vec<Value>, Error> {
+    Err(OpenClError::NotBuilt.into())
+}
+
+/// See the `bench_gpu` stub.
+#[cfg(not(feature = "opencl"))]
+fn bench_matcher(
+    _say: &Say<'_>,
+    _sizes: &[usize],
+    _device: Option<&str>,
+) -> Result<Vec<Value>, Error> {
+    Err(OpenClError::NotBuilt.into())
 }
 
 #[cfg(test)]

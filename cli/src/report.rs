@@ -25,8 +25,8 @@ use surfcl_core::matcher::Match;
 
 use surfcl_core::matcher::MatchConfig;
 
-use crate::backend::{DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use surfcl_core::config::Named;
+use surfcl_gpu::backend::{DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 
 /// SURF parameters of [`ParamsJson`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,8 +7,9 @@
 //!
 //! Backends (`--backend`): `opencl` runs the [`StreamPipeline`] (the next frame is uploaded and
 //! its kernels queued while the host finishes the current one); `cpu` runs the CPU reference
-//! backend frame by frame, with the same rows and JSON; `auto` takes OpenCL when a device exists
-//! and falls back to the CPU (with a note on stderr) when there is none.
+//! backend frame by frame, with the same rows and JSON; `auto` takes OpenCL on a GPU or an
+//! accelerator and the CPU backend otherwise (with a note on stderr), as `open_backend` does
+//! (`surfcl_gpu::explain_auto`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,16 +20,18 @@ use serde_json::{Value, json};
 
 use super::args::{DetectOptions, ImageSize, MatchOptions};
 use super::output::{Human, JsonOutput, persist_all, stderr_line};
+#[cfg(feature = "opencl")]
 use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
 
-use crate::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
-use crate::error::Error;
 use crate::io::{OwnedGray, load_gray};
-use crate::open_backend;
-use crate::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
 use crate::report::ParamsJson;
 use surfcl_core::config::Named;
+use surfcl_gpu::Error;
+use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
+#[cfg(feature = "opencl")]
+use surfcl_gpu::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
+use surfcl_gpu::{explain_auto, open_backend};
 
 /// `surfcl stream`.
 #[derive(Debug, Clone, Args)]
@@ -78,6 +81,7 @@ fn name(p: &Path) -> String {
     p.display().to_string()
 }
 
+#[cfg(feature = "opencl")]
 impl StreamInput for OwnedGray {
     fn frame(&self) -> Result<GrayImage<'_>, OpenClError> {
         self.view()
@@ -152,21 +156,23 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
         rows: Vec::with_capacity(paths.len()),
         good: 0,
     };
-    let (backend, device) = match args.detect.backend_choice() {
-        BackendChoice::Cpu => (
+    let spec = args.detect.device.as_deref();
+    let (backend, device) = match opencl_device(args.detect.backend_choice(), spec) {
+        None => (
             "cpu",
             stream_cpu(args, &params, &matching, &paths, &mut rows)?,
         ),
-        choice => match stream_opencl(args, &params, &matching, &paths, &mut rows) {
-            Err(Error::OpenCl(e)) if choice == BackendChoice::Auto && no_opencl(&e, args) => {
-                stderr_line(&format!("note: {e}; using the CPU backend"));
-                (
-                    "cpu",
-                    stream_cpu(args, &params, &matching, &paths, &mut rows)?,
-                )
-            }
-            other => ("opencl", other?),
-        },
+        Some(device) => (
+            "opencl",
+            stream_opencl(
+                args,
+                device.as_deref(),
+                &params,
+                &matching,
+                &paths,
+                &mut rows,
+            )?,
+        ),
     };
     if let Some(out) = json {
         let report = json!({
@@ -184,16 +190,48 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether an OpenCL error only means that there is no OpenCL to use (what `--backend auto`
-/// falls back on): no platform, or no device while none in particular was asked for.
-fn no_opencl(e: &OpenClError, args: &StreamArgs) -> bool {
-    let any_device = args
-        .detect
-        .device
-        .as_deref()
-        .is_none_or(|s| s.trim().is_empty() || s.trim().eq_ignore_ascii_case("auto"));
-    matches!(e, OpenClError::NoPlatform)
-        || (matches!(e, OpenClError::NoDevice { .. }) && any_device)
+/// Where the stream runs for `choice` and `--device spec`: `None` for the CPU backend, else the
+/// OpenCL device spec (`Some(None)`: OpenCL's own choice). `auto` follows the library's rule
+/// ([`explain_auto`]): the OpenCL GPU or accelerator it names, else the CPU with a note; a
+/// `--device` that names a device asks for OpenCL on it.
+fn opencl_device(choice: BackendChoice, spec: Option<&str>) -> Option<Option<String>> {
+    let named = spec.filter(|s| !s.trim().is_empty() && !s.trim().eq_ignore_ascii_case("auto"));
+    match choice {
+        BackendChoice::Cpu => None,
+        BackendChoice::OpenCl => Some(named.map(str::to_string)),
+        BackendChoice::Auto if named.is_some() => Some(named.map(str::to_string)),
+        BackendChoice::Auto => {
+            let auto = explain_auto();
+            match auto.device {
+                Some(d) => Some(Some(d.index.to_string())),
+                None => {
+                    // A build without OpenCL has nothing else to offer: no note then.
+                    if cfg!(feature = "opencl") {
+                        stderr_line(&format!("note: {}; using the CPU backend", auto.reason));
+                    }
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The stream on OpenCL in a build without the OpenCL backend: the runtime's error that says so.
+#[cfg(not(feature = "opencl"))]
+fn stream_opencl(
+    _args: &StreamArgs,
+    device: Option<&str>,
+    _params: &DetectParams,
+    _matching: &MatchConfig,
+    _paths: &[PathBuf],
+    _rows: &mut Rows,
+) -> Result<Option<String>, Error> {
+    match surfcl_gpu::opencl::open(device) {
+        Ok(_) => Err(Error::Internal(
+            "OpenCL opened in a build without it".into(),
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The frame size limit: `--max-size`, or the first readable frame's size.
@@ -255,8 +293,10 @@ fn stream_cpu(
 
 /// The stream on OpenCL: frames are read one ahead of the device (the read and upload of frame
 /// `k + 1` overlap the kernels of frame `k`). Returns the device name.
+#[cfg(feature = "opencl")]
 fn stream_opencl(
     args: &StreamArgs,
+    device: Option<&str>,
     params: &DetectParams,
     matching: &MatchConfig,
     paths: &[PathBuf],
@@ -283,9 +323,8 @@ fn stream_opencl(
     };
     let (max_width, max_height) = max_size(args, &first_frame);
     let detector = DetectorConfig::for_params(params, max_width, max_height);
-    // Opened before anything is printed, so that `auto` can still fall back to the CPU.
-    let mut stream =
-        StreamPipeline::open_detector(args.detect.device.as_deref(), detector, *matching)?;
+    // Opened before anything is printed: a device that fails to open leaves no rows behind.
+    let mut stream = StreamPipeline::open_detector(device, detector, *matching)?;
     for row in skipped_before {
         rows.push(row, false)?;
     }

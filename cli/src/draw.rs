@@ -25,8 +25,8 @@ use std::path::Path;
 use image::{ImageFormat, Rgb, RgbImage};
 use surfcl_core::Keypoint;
 
-use crate::error::Error;
 use crate::io::OwnedGray;
+use surfcl_gpu::Error;
 
 /// Red: bright blob (negative Laplacian) / wrong match.
 pub const RED: Rgb<u8> = Rgb([255, 40, 40]);
