@@ -9,7 +9,7 @@ as importing them, so a child that imports through its facade closes a circle. C
 string literals are ignored; test modules count (`--no-tests` leaves `#[cfg(test)] mod` blocks
 out); `-v` also prints the whole graph. Exits 1 when there is a circle.
 
-Usage: scripts/import-circles.py CRATE/src [--no-tests] [-v]
+Usage: scripts/test/import-circles.py CRATE/src [--no-tests] [-v]
 """
 import os, re, sys
 from collections import defaultdict
