@@ -4,6 +4,7 @@
 
 use clap::Parser;
 
+use crate::discovery::{Discovery, DiscoveryEnv, DiscoveryRange};
 use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, NodeConfig, TopicReliability};
 use crate::params::NodeParams;
 use crate::wire::BufferPool;
@@ -54,7 +55,12 @@ pub struct Cli {
     /// grants at most net.core.rmem_max (x2); large best-effort frames need room for a whole frame.
     #[arg(long, default_value_t = DEFAULT_SOCKET_RECEIVE_BUFFER)]
     pub socket_receive_buffer: usize,
-    /// Use every network interface instead of loopback only.
+    /// Discover peers on this host only (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST), whatever the
+    /// environment says.
+    #[arg(long, conflicts_with = "all_interfaces")]
+    pub localhost_only: bool,
+    /// Discover peers on every network interface (ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET),
+    /// whatever the environment says.
     #[arg(long)]
     pub all_interfaces: bool,
     /// Topic remapping FROM:=TO (repeatable).
@@ -94,6 +100,41 @@ fn split_assign(s: &str) -> Result<(&str, &str), String> {
         .ok_or_else(|| format!("expected NAME:=VALUE, got {s:?}"))
 }
 
+/// The ROS environment variables the node reads (their values; `None` when unset).
+#[derive(Debug, Clone, Default)]
+pub struct RosEnv {
+    /// `ROS_DOMAIN_ID`.
+    pub domain_id: Option<String>,
+    /// `ROS_AUTOMATIC_DISCOVERY_RANGE`.
+    pub automatic_discovery_range: Option<String>,
+    /// `ROS_STATIC_PEERS`.
+    pub static_peers: Option<String>,
+    /// `ROS_LOCALHOST_ONLY`.
+    pub localhost_only: Option<String>,
+}
+
+impl RosEnv {
+    /// The variables of this process.
+    pub fn from_process() -> Self {
+        let var = |k: &str| std::env::var(k).ok();
+        Self {
+            domain_id: var("ROS_DOMAIN_ID"),
+            automatic_discovery_range: var("ROS_AUTOMATIC_DISCOVERY_RANGE"),
+            static_peers: var("ROS_STATIC_PEERS"),
+            localhost_only: var("ROS_LOCALHOST_ONLY"),
+        }
+    }
+
+    /// Discovery as the environment sets it.
+    fn discovery(&self) -> Result<Discovery, String> {
+        Discovery::from_env(&DiscoveryEnv {
+            range: self.automatic_discovery_range.as_deref(),
+            static_peers: self.static_peers.as_deref(),
+            localhost_only: self.localhost_only.as_deref(),
+        })
+    }
+}
+
 /// Reads `ROS_DOMAIN_ID` as ROS does: unset or empty means 0.
 pub fn domain_from_env(value: Option<&str>) -> Result<u16, String> {
     match value.map(str::trim) {
@@ -120,9 +161,8 @@ pub enum Parsed {
     },
 }
 
-/// Parses `args` (including the program name), with `ros_domain_id` the value of
-/// `$ROS_DOMAIN_ID`.
-pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
+/// Parses `args` (including the program name) in the environment `env`.
+pub fn parse(args: &[String], env: &RosEnv) -> Parsed {
     let mut plain = Vec::new();
     let mut remaps = Vec::new();
     let mut params = Vec::new();
@@ -180,7 +220,7 @@ pub fn parse(args: &[String], ros_domain_id: Option<&str>) -> Parsed {
         }
     }
     all_params.extend(params);
-    match build_config(cli, &remaps, &all_params, ros_domain_id) {
+    match build_config(cli, &remaps, &all_params, env) {
         Ok(c) => Parsed::Run(Box::new(c)),
         Err(m) => fail(m),
     }
@@ -243,21 +283,32 @@ fn build_config(
     cli: Cli,
     ros_remaps: &[String],
     ros_params: &[String],
-    ros_domain_id: Option<&str>,
+    env: &RosEnv,
 ) -> Result<NodeConfig, String> {
+    let discovery = if cli.localhost_only {
+        Discovery::localhost("--localhost-only")
+    } else if cli.all_interfaces {
+        Discovery {
+            range: DiscoveryRange::Subnet,
+            source: "--all-interfaces".into(),
+            ..env.discovery()?
+        }
+    } else {
+        env.discovery()?
+    };
     let mut config = NodeConfig {
         node_name: cli.name,
         namespace: cli.namespace,
         domain_id: match cli.domain_id {
             Some(d) => d,
-            None => domain_from_env(ros_domain_id)?,
+            None => domain_from_env(env.domain_id.as_deref())?,
         },
         image_qos_depth: cli.image_qos_depth as usize,
         image_reliability: cli.image_reliability,
         output_reliability: cli.output_reliability,
         output_buffers_bytes: (cli.output_buffers_mb as usize) << 20,
         socket_receive_buffer: cli.socket_receive_buffer,
-        all_interfaces: cli.all_interfaces,
+        discovery,
         log_to_stderr: !cli.quiet,
         ..NodeConfig::default()
     };
@@ -300,6 +351,13 @@ fn build_config(
 mod tests {
     use super::*;
 
+    fn domain(id: &str) -> RosEnv {
+        RosEnv {
+            domain_id: Some(id.into()),
+            ..RosEnv::default()
+        }
+    }
+
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }
@@ -311,7 +369,7 @@ mod tests {
                 "surfcl-node --image-qos-depth 3 --ros-args -r image:=/camera/image_raw \
                  -r __ns:=/robot -r __node:=feat -p threshold:=0.002 -p upright:=true -- --quiet",
             ),
-            Some("7"),
+            &domain("7"),
         ) else {
             panic!("did not parse")
         };
@@ -351,7 +409,7 @@ mod tests {
             "n --ros-args --params-file {} -p max_keypoints:=7 --",
             path.display()
         );
-        let Parsed::Run(c) = parse(&args(&argv), None) else {
+        let Parsed::Run(c) = parse(&args(&argv), &RosEnv::default()) else {
             panic!("did not parse")
         };
         let _ = std::fs::remove_dir_all(&dir);
@@ -364,7 +422,7 @@ mod tests {
         assert!(matches!(
             parse(
                 &args("n --ros-args --params-file /nonexistent/x.yaml --"),
-                None
+                &RosEnv::default()
             ),
             Parsed::Exit { code: 2, .. }
         ));
@@ -377,7 +435,7 @@ mod tests {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/ament/surfcl_node");
         let config = format!("{root}/config/surfcl.yaml");
         let argv = format!("n --ros-args --params-file {config} --");
-        let Parsed::Run(c) = parse(&args(&argv), None) else {
+        let Parsed::Run(c) = parse(&args(&argv), &RosEnv::default()) else {
             panic!("{config} is not accepted")
         };
         assert_eq!(
@@ -401,7 +459,7 @@ mod tests {
             &args(
                 "n --socket-receive-buffer 1000 --ros-args -p image_reliability:=reliable                  -p image_qos_depth:=4 --",
             ),
-            None,
+            &RosEnv::default(),
         ) else {
             panic!("did not parse")
         };
@@ -414,7 +472,7 @@ mod tests {
         assert_eq!((c.image_qos_depth, c.socket_receive_buffer), (4, 1000));
         let Parsed::Run(c) = parse(
             &args("n --image-reliability reliable --output-reliability best_effort"),
-            None,
+            &RosEnv::default(),
         ) else {
             panic!("did not parse")
         };
@@ -422,7 +480,7 @@ mod tests {
         assert_eq!(c.output_reliability, TopicReliability::BestEffort);
         let Parsed::Run(c) = parse(
             &args("n --ros-args -p output_reliability:=best_effort --"),
-            None,
+            &RosEnv::default(),
         ) else {
             panic!("did not parse")
         };
@@ -437,7 +495,7 @@ mod tests {
                 512,
             ),
         ] {
-            let Parsed::Run(c) = parse(&args(argv), None) else {
+            let Parsed::Run(c) = parse(&args(argv), &RosEnv::default()) else {
                 panic!("{argv} did not parse")
             };
             assert_eq!(c.output_buffers_bytes, mb << 20, "{argv}");
@@ -453,7 +511,10 @@ mod tests {
             "n --ros-args -p output_buffers_mb:=lots --",
         ] {
             assert!(
-                matches!(parse(&args(bad), None), Parsed::Exit { code: 2, .. }),
+                matches!(
+                    parse(&args(bad), &RosEnv::default()),
+                    Parsed::Exit { code: 2, .. }
+                ),
                 "{bad}"
             );
         }
@@ -463,27 +524,71 @@ mod tests {
     fn flags_and_errors() {
         let Parsed::Run(c) = parse(
             &args("n --domain-id 3 --param octaves:=2 --remap a:=b"),
-            Some("9"),
+            &domain("9"),
         ) else {
             panic!("did not parse")
         };
         assert_eq!((c.domain_id, c.params.octaves), (3, 2));
         assert_eq!(c.remaps, vec![("a".to_string(), "b".to_string())]);
         assert!(matches!(
-            parse(&args("n --param octaves:=9"), None),
+            parse(&args("n --param octaves:=9"), &RosEnv::default()),
             Parsed::Exit { code: 2, .. }
         ));
         assert!(matches!(
-            parse(&args("n --ros-args -x"), None),
+            parse(&args("n --ros-args -x"), &RosEnv::default()),
             Parsed::Exit { code: 2, .. }
         ));
         assert!(matches!(
-            parse(&args("n"), Some("abc")),
+            parse(&args("n"), &domain("abc")),
             Parsed::Exit { code: 2, .. }
         ));
-        let Parsed::Run(c) = parse(&args("n"), Some("")) else {
+        let Parsed::Run(c) = parse(&args("n"), &domain("")) else {
             panic!()
         };
         assert_eq!(c.domain_id, 0);
+    }
+
+    #[test]
+    fn discovery_from_the_environment_and_the_switches() {
+        use crate::discovery::Networks;
+        let env = RosEnv {
+            automatic_discovery_range: Some("OFF".into()),
+            static_peers: Some("10.0.0.2;10.0.0.3".into()),
+            ..RosEnv::default()
+        };
+        let run = |argv: &str, env: &RosEnv| match parse(&args(argv), env) {
+            Parsed::Run(c) => c.discovery,
+            Parsed::Exit { message, .. } => panic!("{argv}: {message}"),
+        };
+        let d = run("n", &env);
+        assert_eq!((d.networks(), d.static_peers.len()), (Networks::None, 2));
+        assert_eq!(run("n", &RosEnv::default()).networks(), Networks::All);
+        let d = run("n --localhost-only", &env);
+        assert_eq!(
+            (d.networks(), d.source.as_str()),
+            (Networks::Loopback, "--localhost-only")
+        );
+        let d = run("n --all-interfaces", &env);
+        assert_eq!((d.networks(), d.static_peers.len()), (Networks::All, 2));
+        let humble = RosEnv {
+            localhost_only: Some("1".into()),
+            ..RosEnv::default()
+        };
+        assert_eq!(run("n", &humble).networks(), Networks::Loopback);
+        let bad = RosEnv {
+            automatic_discovery_range: Some("everywhere".into()),
+            ..RosEnv::default()
+        };
+        assert!(matches!(
+            parse(&args("n"), &bad),
+            Parsed::Exit { code: 2, .. }
+        ));
+        assert!(matches!(
+            parse(
+                &args("n --localhost-only --all-interfaces"),
+                &RosEnv::default()
+            ),
+            Parsed::Exit { code: 2, .. }
+        ));
     }
 }

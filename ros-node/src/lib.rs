@@ -15,6 +15,7 @@
 //! - [`backend`]: the production seam implementation over `surfcl_gpu::backend`.
 //! - [`node`]: the running node (participant, tasks, processing thread).
 //! - [`args`]: the command line (clap flags and `--ros-args`).
+//! - [`discovery`]: `ROS_AUTOMATIC_DISCOVERY_RANGE`, `ROS_STATIC_PEERS`, `ROS_LOCALHOST_ONLY`.
 //! - [`debug`]: the debug picture.
 //! - [`sockets`]: socket receive buffers large enough for camera frames.
 //! - [`wire`]: bulk CDR encoding of the node's outputs.
@@ -27,6 +28,7 @@ pub mod args;
 pub mod backend;
 pub mod convert;
 pub mod debug;
+pub mod discovery;
 pub mod frames;
 pub mod msg;
 pub mod node;

@@ -3,7 +3,7 @@
 //! ```text
 //! surfcl-node [--name N] [--namespace NS] [--domain-id D] [--image-qos-depth K]
 //!             [--image-reliability best_effort|reliable] [--socket-receive-buffer BYTES]
-//!             [--remap FROM:=TO]... [--param NAME:=VALUE]... [--all-interfaces] [--quiet]
+//!             [--remap FROM:=TO]... [--param NAME:=VALUE]... [--localhost-only | --all-interfaces] [--quiet]
 //!             [--ros-args -r image:=/camera/image_raw -r __ns:=/robot -p threshold:=0.001 --]
 //! ```
 //! Runs until SIGINT, SIGTERM or SIGHUP; then it closes its DDS readers, writers and participant
@@ -18,8 +18,7 @@ use surfcl_ros::backend::BackendFactory;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    let domain_env = std::env::var("ROS_DOMAIN_ID").ok();
-    let mut config = match args::parse(&argv, domain_env.as_deref()) {
+    let mut config = match args::parse(&argv, &args::RosEnv::from_process()) {
         Parsed::Run(c) => *c,
         Parsed::Exit { message, code } => {
             if code == 0 {

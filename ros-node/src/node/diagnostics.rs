@@ -1,5 +1,14 @@
-//! The diagnostics task: once a second, a `diagnostic_msgs/DiagnosticArray` with the frame
-//! rate, the per-stage times, and the drops and losses since the last report.
+//! The diagnostics task: once a second, a `diagnostic_msgs/DiagnosticArray` on `/diagnostics`
+//! (absolute, where the diagnostic aggregator listens) with the frame rate, the per-stage times,
+//! and the drops and losses since the last report. The status level says, for that second:
+//! - `OK`: every frame that arrived was processed (or none arrived).
+//! - `WARN`: the node is losing frames but works: image messages lost on the way (sequence
+//!   gaps; large best-effort frames and a small socket buffer), or frames replaced in the slot
+//!   before they were processed (the camera is faster than the node).
+//! - `ERROR`: frames failed in the backend (nothing, or only keypoints, was published for them);
+//!   the message names the last one and why.
+//!
+//! `STALE` is left to the aggregator (it marks a status that stopped coming).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -11,6 +11,7 @@ use ros2_client::qos::{History, WhenFull};
 use ros2_client::{Context, Message, Name, Node, NodeName, Publisher, QosProfile, Subscription};
 
 use super::{NodeConfig, NodeError, TopicReliability, resolve_topic, ros_err};
+use crate::discovery::Networks;
 use crate::msg::{self, Image, MatchArray};
 use crate::pixels::Received;
 use crate::sockets::ForceOutcome;
@@ -48,18 +49,23 @@ pub(super) struct Entities {
     pub(super) names: TopicNames,
 }
 
-/// The participant (loopback only unless `all_interfaces`) and its context, with the socket
-/// receive buffers raised as far as the process may.
+/// The participant, on the networks the discovery range gives, and its context, with the
+/// socket receive buffers raised as far as the process may.
 pub(super) fn participant(
     config: &NodeConfig,
 ) -> Result<(Context, Option<ForceOutcome>), NodeError> {
     let mut builder = DomainParticipantBuilder::new(config.domain_id);
-    if !config.all_interfaces {
+    builder = match config.discovery.networks() {
+        Networks::All => builder,
         // RustDDS otherwise announces itself by multicast on every interface; with this it
-        // still discovers local peers through unicast to 127.0.0.1 (ros-node/README.md: the
-        // participant is bound to loopback unless `--all-interfaces`).
-        builder = builder.with_only_networks([Ipv4Addr::LOCALHOST]);
-    }
+        // still discovers local peers through unicast to 127.0.0.1.
+        Networks::Loopback => builder.with_only_networks([Ipv4Addr::LOCALHOST]),
+        // No interface to announce on or join multicast with, and no unicast discovery to the
+        // local ports.
+        Networks::None => builder
+            .with_only_networks(std::iter::empty::<Ipv4Addr>())
+            .same_host_loopback(false),
+    };
     if config.socket_receive_buffer > 0 {
         builder = builder.socket_receive_buffer_size(config.socket_receive_buffer);
     }
@@ -132,7 +138,10 @@ pub(super) fn create(
         create_bulk_writer(node, &dds_publisher, config, "matches", m_type, &qos)?;
     let (debug, d_topic) = create_publisher(node, config, "debug_image", msg::image_type(), &qos)?;
     let diag_type = msg::diagnostic_array_type();
-    let (diagnostics, diag_topic) = create_publisher(node, config, "diagnostics", diag_type, &qos)?;
+    // Absolute, as every ROS driver publishes it: the aggregator listens on `/diagnostics`
+    // whatever the namespaces of the nodes it aggregates (a remapping still moves it).
+    let (diagnostics, diag_topic) =
+        create_publisher(node, config, "/diagnostics", diag_type, &qos)?;
     let outputs = Outputs {
         keypoints,
         buffers: BufferPool::new(config.output_buffers_bytes),
@@ -262,11 +271,6 @@ pub(super) fn start_up_lines(
     forced: Option<&ForceOutcome>,
 ) -> [String; 3] {
     let depth = config.image_qos_depth.max(1);
-    let network = if config.all_interfaces {
-        "all interfaces"
-    } else {
-        "loopback only"
-    };
     let debug = if config.params.debug_image {
         "on"
     } else {
@@ -274,8 +278,9 @@ pub(super) fn start_up_lines(
     };
     [
         format!(
-            "{fqn}: domain {}, {network}; image <- {} (sensor_msgs/Image, {}, keep last {depth})",
+            "{fqn}: domain {}, {}; image <- {} (sensor_msgs/Image, {}, keep last {depth})",
             config.domain_id,
+            config.discovery,
             names.image,
             config.image_reliability.name(),
         ),

@@ -43,6 +43,7 @@ use std::time::Duration;
 use ros2_client::ros2::LogLevel;
 use ros2_client::{Node, NodeLoggingHandle, NodeName, Subscription, rosout};
 
+use crate::discovery::Discovery;
 use crate::frames::InputFrames;
 use crate::params::NodeParams;
 use crate::pixels::{PixelBuffers, Received};
@@ -136,8 +137,10 @@ pub struct NodeConfig {
     pub output_buffers_bytes: usize,
     /// `SO_RCVBUF` requested for the DDS sockets, bytes (0: RustDDS's default, 8 MiB).
     pub socket_receive_buffer: usize,
-    /// Announce on every interface instead of loopback only.
-    pub all_interfaces: bool,
+    /// How peers are discovered (`ROS_AUTOMATIC_DISCOVERY_RANGE` and friends). The default
+    /// here is `LOCALHOST`, so that a library user opts in to the network; `surfcl-node` reads
+    /// the environment as ROS 2 does (`SUBNET` unless set, see [`crate::args`]).
+    pub discovery: Discovery,
     /// Initial parameter values.
     pub params: NodeParams,
     /// Also print log lines on stderr (they always go to `/rosout`).
@@ -160,7 +163,7 @@ impl Default for NodeConfig {
             output_reliability: TopicReliability::Reliable,
             output_buffers_bytes: BufferPool::DEFAULT_MAX_BYTES,
             socket_receive_buffer: DEFAULT_SOCKET_RECEIVE_BUFFER,
-            all_interfaces: false,
+            discovery: Discovery::localhost(""),
             params: NodeParams::default(),
             log_to_stderr: true,
             open_backend_at_start: false,
@@ -355,8 +358,8 @@ fn spawn_threads(
     }
 }
 
-/// Starts the node: creates the participant (loopback only unless `all_interfaces`), the node
-/// with its parameters and parameter services, the subscription,
+/// Starts the node: creates the participant (on the networks of [`NodeConfig::discovery`]), the
+/// node with its parameters and parameter services, the subscription,
 /// publishers, the receive and processing threads and the diagnostics task, and logs what it
 /// listens and publishes on. Returns when everything is running.
 pub fn start(
@@ -384,6 +387,16 @@ pub fn start(
     let log = Logger::new(&node, &config);
     for line in entities::start_up_lines(&config, &fqn, &entities.names, forced.as_ref()) {
         log.log(LogLevel::Info, &line);
+    }
+    if !config.discovery.static_peers.is_empty() {
+        log.log(
+            LogLevel::Warn,
+            &format!(
+                "ROS_STATIC_PEERS {:?} are not contacted: RustDDS has no initial-peers setting, \
+                 so peers there are found only within the discovery range",
+                config.discovery.static_peers
+            ),
+        );
     }
     log.log(
         LogLevel::Info,
