@@ -66,6 +66,10 @@ pub struct NodeParams {
     /// set_profiling`). Off by default: profiling costs time on NVIDIA's OpenCL. Takes effect
     /// when the backend is (re)opened, which a change of this parameter does.
     pub profile: bool,
+    /// `lazy`: process no frame while none of the outputs (`keypoints`, `matches`, and
+    /// `debug_image` when on) has a subscriber; frames that arrive meanwhile are counted as
+    /// `frames_skipped_lazy`.
+    pub lazy: bool,
 }
 
 impl Default for NodeParams {
@@ -85,12 +89,13 @@ impl Default for NodeParams {
             device: String::new(),
             debug_image: false,
             profile: false,
+            lazy: false,
         }
     }
 }
 
 /// Names of all parameters the node declares.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: [&str; 14] = [
     "detector",
     "threshold",
     "octaves",
@@ -104,6 +109,7 @@ pub const NAMES: [&str; 13] = [
     "device",
     "debug_image",
     "profile",
+    "lazy",
 ];
 
 fn want_string<'a>(name: &str, v: &'a ParameterValue) -> Result<&'a str, String> {
@@ -165,6 +171,7 @@ impl NodeParams {
             "device" => V::String(self.device.clone()),
             "debug_image" => V::Boolean(self.debug_image),
             "profile" => V::Boolean(self.profile),
+            "lazy" => V::Boolean(self.lazy),
             _ => return None,
         })
     }
@@ -220,6 +227,7 @@ impl NodeParams {
             "device" => self.device = want_string(name, value)?.to_string(),
             "debug_image" => self.debug_image = want_bool(name, value)?,
             "profile" => self.profile = want_bool(name, value)?,
+            "lazy" => self.lazy = want_bool(name, value)?,
             _ => {}
         }
         Ok(())
@@ -287,6 +295,7 @@ mod tests {
             device: "x".into(),
             debug_image: true,
             profile: true,
+            lazy: true,
         };
         for (name, value) in p.to_values() {
             q.apply(name, &value).unwrap();

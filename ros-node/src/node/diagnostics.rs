@@ -105,6 +105,7 @@ fn values(now: &Stats, fps: f64) -> Vec<msg::KeyValue> {
             now.received_into_frames.to_string(),
         ),
         kv("frames_processed", now.processed.to_string()),
+        kv("frames_skipped_lazy", now.skipped_lazy.to_string()),
         kv("frames_dropped_stale", now.dropped_stale.to_string()),
         kv("frames_lost", now.lost.to_string()),
         kv("messages_malformed", now.malformed.to_string()),

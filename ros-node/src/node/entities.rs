@@ -28,16 +28,14 @@ pub(super) struct Outputs {
     pub(super) buffers: BufferPool,
     pub(super) matches: BulkWriter<MatchArray>,
     pub(super) debug: Publisher<Image>,
-    /// The DDS publisher of the bulk writers (kept with them).
-    _dds_publisher: ros2_client::dds::rustdds::Publisher,
 }
 
 /// The resolved topic names, for the start-up log.
 pub(super) struct TopicNames {
     image: String,
-    keypoints: String,
-    matches: String,
-    debug_image: String,
+    pub(super) keypoints: String,
+    pub(super) matches: String,
+    pub(super) debug_image: String,
     diagnostics: String,
 }
 
@@ -124,18 +122,12 @@ pub(super) fn create(
         .create_subscription::<Received>(&topic, None)
         .map_err(ros_err)?;
     let qos = output_qos(config);
-    // keypoints and matches go through writers of their own with the bulk encoder (`wire`):
-    // the same CDR bytes, without ros2-client's per-value serde calls.
-    let dds_publisher = context
-        .domain_participant()
-        .create_publisher(&QosPolicies::from(&qos))
-        .map_err(ros_err)?;
+    // keypoints and matches go through writers with the bulk encoder (`wire`): the same CDR
+    // bytes, without ros2-client's per-value serde calls.
     let kp_type = msg::keypoint_array_type();
-    let (keypoints, kp_topic) =
-        create_bulk_writer(node, &dds_publisher, config, "keypoints", kp_type, &qos)?;
+    let (keypoints, kp_topic) = create_bulk_writer(node, config, "keypoints", kp_type, &qos)?;
     let m_type = msg::match_array_type();
-    let (matches, m_topic) =
-        create_bulk_writer(node, &dds_publisher, config, "matches", m_type, &qos)?;
+    let (matches, m_topic) = create_bulk_writer(node, config, "matches", m_type, &qos)?;
     let (debug, d_topic) = create_publisher(node, config, "debug_image", msg::image_type(), &qos)?;
     let diag_type = msg::diagnostic_array_type();
     // Absolute, as every ROS driver publishes it: the aggregator listens on `/diagnostics`
@@ -147,7 +139,6 @@ pub(super) fn create(
         buffers: BufferPool::new(config.output_buffers_bytes),
         matches,
         debug,
-        _dds_publisher: dds_publisher,
     };
     let names = TopicNames {
         image: image_resolved,
@@ -220,10 +211,11 @@ fn create_publisher<M: Message>(
     ))
 }
 
-/// Creates a `BulkCdr` writer for `name` (resolved like the others), reliable keep-last as `qos`.
+/// Creates a `BulkCdr` writer for `name` (resolved like the others) with `qos`, through the
+/// node, so that the ROS graph lists it among the node's publishers (ros2-client patched:
+/// `third_party/ros2-client/PATCHES.md`).
 fn create_bulk_writer<M>(
     node: &mut Node,
-    dds_publisher: &ros2_client::dds::rustdds::Publisher,
     config: &NodeConfig,
     name: &str,
     ty: ros2_client::MessageTypeName,
@@ -236,8 +228,8 @@ where
     let topic = node
         .create_topic(&topic_name(&resolved)?, ty, qos)
         .map_err(ros_err)?;
-    let writer = dds_publisher
-        .create_datawriter_no_key::<M, BulkCdr>(&topic, None)
+    let writer = node
+        .create_datawriter::<M, BulkCdr>(&topic, Some(qos.clone()))
         .map_err(ros_err)?;
     Ok((writer, resolved))
 }

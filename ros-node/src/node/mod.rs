@@ -29,13 +29,14 @@
 
 mod diagnostics;
 pub mod entities;
+mod graph;
 pub mod parameters;
 mod process;
 mod publish;
 mod receive;
 mod stats;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -229,6 +230,8 @@ struct Shared {
     /// A processor opened while validating a `backend`/`device` change (or at start), handed to
     /// the thread.
     staged: Mutex<Option<(NodeParams, Box<dyn Processor>)>>,
+    /// Which outputs have subscribers (`graph`'s bits), for `lazy`.
+    subscribed: AtomicU8,
 }
 
 impl Shared {
@@ -242,6 +245,7 @@ impl Shared {
             stats: Mutex::new(Stats::default()),
             params: Mutex::new(params.clone()),
             staged: Mutex::new(None),
+            subscribed: AtomicU8::new(0),
         }
     }
 }
@@ -402,6 +406,10 @@ pub fn start(
         LogLevel::Info,
         &process::open_at_start(&config, &*factory, &shared),
     );
+    let names = &entities.names;
+    let outputs =
+        graph::OutputTopics::from_resolved(&names.keypoints, &names.matches, &names.debug_image);
+    tasks.push(graph::spawn(Arc::clone(&shared), &context, &node, outputs));
     tasks.push(diagnostics::spawn(
         Arc::clone(&shared),
         fqn.clone(),

@@ -2,6 +2,7 @@
 //! parameters changed, detects, publishes keypoints, matches against the previous frame,
 //! publishes matches (and the debug picture), and records the frame's times.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ros2_client::ros2::LogLevel;
@@ -10,7 +11,7 @@ use surfcl_core::GrayImage;
 use super::entities::Outputs;
 use super::publish::{self, DebugPicture};
 use super::receive::Frame;
-use super::{Logger, NodeConfig, Shared, StageTimes, lock};
+use super::{Logger, NodeConfig, Shared, StageTimes, graph, lock};
 use crate::convert::{self, Layout};
 use crate::frames::PooledFrame;
 use crate::msg::{Header, Image, MatchMsg};
@@ -52,7 +53,7 @@ pub(super) fn open_at_start(
 fn next_frame(shared: &Shared) -> Option<Frame> {
     let mut slot = lock(&shared.slot);
     loop {
-        if shared.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        if shared.stop.load(Ordering::SeqCst) {
             return None;
         }
         if let Some(frame) = slot.frame.take() {
@@ -303,6 +304,13 @@ impl Worker<'_> {
             ..StageTimes::default()
         };
         let params = lock(&self.shared.params).clone();
+        let subscribed = self.shared.subscribed.load(Ordering::SeqCst);
+        if !graph::wanted(params.lazy, params.debug_image, subscribed) {
+            lock(&self.shared.stats).skipped_lazy += 1;
+            // The next processed frame may be long after this one: match it against nothing.
+            self.previous = None;
+            return;
+        }
         if !self.ensure_processor(&params, &frame.image) {
             return;
         }

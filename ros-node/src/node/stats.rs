@@ -90,6 +90,8 @@ pub struct Stats {
     pub lost: u64,
     /// Frames processed and published.
     pub processed: u64,
+    /// Frames not processed because `lazy` is on and no output had a subscriber.
+    pub skipped_lazy: u64,
     /// Frames whose processing failed in the backend (nothing was published for them).
     pub failed: u64,
     /// Why the last failed frame failed, naming the frame (empty while none has failed).
