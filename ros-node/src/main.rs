@@ -32,6 +32,8 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // RustDDS and ros2-client log through the `log` crate: their warnings go to stderr.
+    surfcl_ros::logging::install(&config.log_levels);
     // Signals are caught before any DDS entity exists, so none can end the process without
     // the goodbye.
     let (signal_tx, signal_rx) = mpsc::channel::<()>();

@@ -46,6 +46,7 @@ use ros2_client::{Node, NodeLoggingHandle, NodeName, Subscription, rosout};
 
 use crate::discovery::Discovery;
 use crate::frames::InputFrames;
+use crate::logging::LogLevels;
 use crate::params::NodeParams;
 use crate::pixels::{PixelBuffers, Received};
 use crate::processor::{Processor, ProcessorFactory};
@@ -146,6 +147,12 @@ pub struct NodeConfig {
     pub params: NodeParams,
     /// Also print log lines on stderr (they always go to `/rosout`).
     pub log_to_stderr: bool,
+    /// `--log-level`: the node logs messages at or above its level.
+    pub log_levels: LogLevels,
+    /// `use_sim_time` (declared with this value; ros2-client then stamps with `/clock`).
+    pub use_sim_time: bool,
+    /// Warnings from reading the configuration (unknown parameters), logged at start.
+    pub warnings: Vec<String>,
     /// Open the backend while starting (so the start-up log names the device); otherwise it is
     /// opened for the first frame. Either way a backend that cannot be opened fails frames, not
     /// the node, and is tried again for the next frame.
@@ -167,6 +174,9 @@ impl Default for NodeConfig {
             discovery: Discovery::localhost(""),
             params: NodeParams::default(),
             log_to_stderr: true,
+            log_levels: LogLevels::default(),
+            use_sim_time: false,
+            warnings: Vec::new(),
             open_backend_at_start: false,
         }
     }
@@ -198,6 +208,8 @@ struct Logger {
     handle: NodeLoggingHandle,
     name: String,
     stderr: bool,
+    /// Messages below it are not logged (`--log-level`).
+    level: LogLevel,
 }
 
 impl Logger {
@@ -206,9 +218,13 @@ impl Logger {
             handle: node.logging_handle(),
             name: config.node_name.clone(),
             stderr: config.log_to_stderr,
+            level: config.log_levels.level_of(&config.node_name),
         }
     }
     fn log(&self, level: LogLevel, text: &str) {
+        if level < self.level {
+            return;
+        }
         if self.stderr {
             eprintln!("[{level:?}] [{}]: {text}", self.name);
         }
@@ -334,6 +350,32 @@ fn node_name(config: &NodeConfig) -> Result<NodeName, NodeError> {
     })
 }
 
+/// The start-up log: topics, network, socket buffers, and the configuration's warnings.
+fn log_start(
+    log: &Logger,
+    config: &NodeConfig,
+    fqn: &str,
+    names: &entities::TopicNames,
+    forced: Option<&crate::sockets::ForceOutcome>,
+) {
+    for line in entities::start_up_lines(config, fqn, names, forced) {
+        log.log(LogLevel::Info, &line);
+    }
+    for warning in &config.warnings {
+        log.log(LogLevel::Warn, warning);
+    }
+    if !config.discovery.static_peers.is_empty() {
+        log.log(
+            LogLevel::Warn,
+            &format!(
+                "ROS_STATIC_PEERS {:?} are not contacted: RustDDS has no initial-peers setting, \
+                 so peers there are found only within the discovery range",
+                config.discovery.static_peers
+            ),
+        );
+    }
+}
+
 /// Starts the receive and processing threads.
 fn spawn_threads(
     shared: &Arc<Shared>,
@@ -389,19 +431,7 @@ pub fn start(
     })];
     let entities = entities::create(&context, &mut node, &node_name, &config)?;
     let log = Logger::new(&node, &config);
-    for line in entities::start_up_lines(&config, &fqn, &entities.names, forced.as_ref()) {
-        log.log(LogLevel::Info, &line);
-    }
-    if !config.discovery.static_peers.is_empty() {
-        log.log(
-            LogLevel::Warn,
-            &format!(
-                "ROS_STATIC_PEERS {:?} are not contacted: RustDDS has no initial-peers setting, \
-                 so peers there are found only within the discovery range",
-                config.discovery.static_peers
-            ),
-        );
-    }
+    log_start(&log, &config, &fqn, &entities.names, forced.as_ref());
     log.log(
         LogLevel::Info,
         &process::open_at_start(&config, &*factory, &shared),
