@@ -44,6 +44,18 @@ fn main() {
         std::process::exit(1);
     }
     config.open_backend_at_start = true;
+    // The wire formats differ between distributions (Humble's GIDs): say when the build and
+    // the environment disagree.
+    let built = ros2_client::COMPILED_ROS_DISTRO.to_string();
+    if let Ok(distro) = std::env::var("ROS_DISTRO")
+        && !distro.eq_ignore_ascii_case(&built)
+    {
+        eprintln!(
+            "surfcl-node: warning: built for ROS 2 {built} but ROS_DISTRO is {distro:?}; \
+             rebuild with --features {} (see ros-node/README.md)",
+            distro.to_ascii_lowercase()
+        );
+    }
     let quiet = !config.log_to_stderr;
     let node = match surfcl_ros::node::start(config, Arc::new(BackendFactory)) {
         Ok(n) => n,
