@@ -6,7 +6,9 @@
 //! backend is the few lines below: one line per record, `[LEVEL] [target]: message`, as the
 //! node's own lines.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use log::{LevelFilter, Log, Metadata, Record};
 use ros2_client::ros2::LogLevel;
@@ -102,9 +104,54 @@ impl LogLevels {
     }
 }
 
-/// The `log` backend: records at or above their target's level go to stderr.
+/// How often one call site of a library may print: RustDDS repeats some warnings for every
+/// message it sends, which would bury everything else (and block the process on a full stderr
+/// pipe).
+const REPEAT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The `log` backend: records at or above their target's level go to stderr, each call site
+/// at most once per [`REPEAT_INTERVAL`] (with how many were left out since).
 struct StderrLog {
     levels: LogLevels,
+    /// Per call site (target, file, line): when it last printed, and what was left out since.
+    last: Mutex<HashMap<(String, &'static str, u32), (Instant, u64)>>,
+}
+
+impl StderrLog {
+    fn new(levels: LogLevels) -> Self {
+        Self {
+            levels,
+            last: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether this record's call site may print now; `Some(left out since its last line)`.
+    fn admit(&self, record: &Record<'_>, now: Instant) -> Option<u64> {
+        let key = (
+            record.target().to_string(),
+            record.file_static().unwrap_or(""),
+            record.line().unwrap_or(0),
+        );
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.len() > 4096 {
+            last.clear();
+        }
+        match last.get_mut(&key) {
+            Some((at, left_out)) if now.duration_since(*at) < REPEAT_INTERVAL => {
+                *left_out += 1;
+                None
+            }
+            Some((at, left_out)) => {
+                let skipped = *left_out;
+                (*at, *left_out) = (now, 0);
+                Some(skipped)
+            }
+            None => {
+                last.insert(key, (now, 0));
+                Some(0)
+            }
+        }
+    }
 }
 
 impl Log for StderrLog {
@@ -112,14 +159,23 @@ impl Log for StderrLog {
         metadata.level() <= level_filter(self.levels.library_level(metadata.target()))
     }
     fn log(&self, record: &Record<'_>) {
-        if self.enabled(record.metadata()) {
-            eprintln!(
-                "[{}] [{}]: {}",
-                record.level(),
-                record.target(),
-                record.args()
-            );
+        if !self.enabled(record.metadata()) {
+            return;
         }
+        let Some(left_out) = self.admit(record, Instant::now()) else {
+            return;
+        };
+        let repeats = if left_out > 0 {
+            format!(" ({left_out} more like it left out)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "[{}] [{}]: {}{repeats}",
+            record.level(),
+            record.target(),
+            record.args()
+        );
     }
     fn flush(&self) {}
 }
@@ -132,9 +188,7 @@ pub fn install(levels: &LogLevels) -> bool {
     let mut installed = false;
     let backend = BACKEND.get_or_init(|| {
         installed = true;
-        StderrLog {
-            levels: levels.clone(),
-        }
+        StderrLog::new(levels.clone())
     });
     if installed && log::set_logger(backend).is_ok() {
         let most = std::iter::once(levels.default)
@@ -176,7 +230,7 @@ mod tests {
     fn backend_filters_by_target() {
         let mut l = LogLevels::default();
         l.apply("rustdds:=error").unwrap();
-        let b = StderrLog { levels: l };
+        let b = StderrLog::new(l);
         let meta = |level, target| Metadata::builder().level(level).target(target).build();
         assert!(!b.enabled(&meta(log::Level::Warn, "rustdds::rtps")));
         assert!(b.enabled(&meta(log::Level::Error, "rustdds::rtps")));
@@ -187,14 +241,35 @@ mod tests {
         );
         let mut l = LogLevels::default();
         l.apply("debug").unwrap();
-        let b = StderrLog { levels: l };
+        let b = StderrLog::new(l);
         assert!(!b.enabled(&meta(log::Level::Info, "rustdds::rtps")));
         let mut l = LogLevels::default();
         l.apply("rustdds:=debug").unwrap();
-        let b = StderrLog { levels: l };
+        let b = StderrLog::new(l);
         assert!(
             b.enabled(&meta(log::Level::Debug, "rustdds::rtps")),
             "named: as asked"
         );
+    }
+
+    #[test]
+    fn a_call_site_prints_once_per_interval() {
+        let b = StderrLog::new(LogLevels::default());
+        let args = format_args!("no locators");
+        let record = |line| {
+            Record::builder()
+                .level(log::Level::Warn)
+                .target("rustdds::rtps::writer")
+                .file_static(Some("writer.rs"))
+                .line(Some(line))
+                .args(args)
+                .build()
+        };
+        let t0 = Instant::now();
+        assert_eq!(b.admit(&record(7), t0), Some(0));
+        assert_eq!(b.admit(&record(7), t0 + Duration::from_secs(1)), None);
+        assert_eq!(b.admit(&record(7), t0 + Duration::from_secs(2)), None);
+        assert_eq!(b.admit(&record(8), t0), Some(0), "another call site");
+        assert_eq!(b.admit(&record(7), t0 + REPEAT_INTERVAL), Some(2));
     }
 }
