@@ -7,8 +7,10 @@
 //! `ros-node/tests/peer/setup.sh` (`tests/peer/.venv`), or `<target dir>/venv`. When none is
 //! usable the test fails and says how to set it up.
 //!
-//! The peer's Cyclone DDS is configured for loopback only (no multicast, peer 127.0.0.1), so the
-//! node runs with `--localhost-only` (`ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`) to match.
+//! The peer's Cyclone DDS is configured for loopback only (no multicast, peer 127.0.0.1). The
+//! first test runs the node with ROS 2's default discovery range (`SUBNET`: every interface, here
+//! only `lo`), the others with `--localhost-only` (`LOCALHOST`), so that both ranges meet an
+//! independent DDS.
 #![cfg(feature = "backend")]
 
 use std::path::{Path, PathBuf};
@@ -65,7 +67,7 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
 
     let script = r#"
         ip link set lo up || exit 90
-        "$NODE_BIN" --localhost-only --domain-id 121 --param backend:=cpu &
+        "$NODE_BIN" --domain-id 121 --param backend:=cpu &
         node_pid=$!
         "$PEER_PY" "$PEER" --domain 121 --node /surfcl_node --image "$IMAGE" --timeout 100
         rc=$?
