@@ -109,12 +109,15 @@ impl LogLevels {
 /// pipe).
 const REPEAT_INTERVAL: Duration = Duration::from_secs(10);
 
+/// A log call site: target, file, line.
+type CallSite = (String, &'static str, u32);
+
 /// The `log` backend: records at or above their target's level go to stderr, each call site
 /// at most once per [`REPEAT_INTERVAL`] (with how many were left out since).
 struct StderrLog {
     levels: LogLevels,
     /// Per call site (target, file, line): when it last printed, and what was left out since.
-    last: Mutex<HashMap<(String, &'static str, u32), (Instant, u64)>>,
+    last: Mutex<HashMap<CallSite, (Instant, u64)>>,
 }
 
 impl StderrLog {
