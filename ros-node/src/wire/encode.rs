@@ -151,7 +151,7 @@ pub fn encode_keypoint_array(m: &KeypointArray) -> Vec<u8> {
 /// arrays (no message built first): its keypoints, and its descriptors as `repr` asks (f32 in
 /// `descriptors`, or quantised to Q7 in `descriptors_q7`). The same bytes as
 /// [`encode_keypoint_array`] of that message. Written into `buf` (emptied first): a buffer
-/// from a [`BufferPool`] has its memory in place already, where a fresh megabyte costs a page
+/// from a [`BufferPool`](super::BufferPool) has its memory in place already, where a fresh megabyte costs a page
 /// fault per 4 KiB (several times the encoding itself).
 pub fn encode_detection(
     buf: Vec<u8>,
