@@ -3,9 +3,10 @@
 //! ros2-client serialises every message through serde and `cdr-encoding`, one call per value:
 //! for a `KeypointArray` of thousands of keypoints with f32 descriptors that costs more than the
 //! detection itself. The layouts of `KeypointArray` and `MatchArray` are fixed, so the encoders
-//! ([`encode_detection`], [`encode_keypoint_array`], [`encode_match_array`]) write the same bytes (classic CDR, little endian, the exact
-//! output of the serde path: a test compares them) with one pass over contiguous arrays, into
-//! buffers of a [`BufferPool`] that come back when DDS drops them. The node's writers for
+//! ([`encode_detection`], [`encode_keypoint_array`], [`encode_match_array`]) write the same
+//! bytes (classic CDR, little endian, the exact output of the serde path: a test compares them)
+//! with one pass over contiguous arrays, into buffers of a [`BufferPool`] that come back when DDS
+//! drops them. The node's writers for
 //! `keypoints` and `matches` use [`BulkCdr`] as their serializer adapter; readers see ordinary
 //! CDR.
 
