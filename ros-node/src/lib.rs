@@ -15,7 +15,9 @@
 //! - [`backend`]: the production seam implementation over `surfcl_gpu::backend`.
 //! - [`node`]: the running node (participant, tasks, processing thread).
 //! - [`args`]: the command line (clap flags and `--ros-args`).
+//! - [`discovery`]: `ROS_AUTOMATIC_DISCOVERY_RANGE`, `ROS_STATIC_PEERS`, `ROS_LOCALHOST_ONLY`.
 //! - [`debug`]: the debug picture.
+//! - [`logging`]: `--log-level` and the `log` backend for the DDS libraries' warnings.
 //! - [`sockets`]: socket receive buffers large enough for camera frames.
 //! - [`wire`]: bulk CDR encoding of the node's outputs.
 #![deny(unsafe_code)]
@@ -27,7 +29,9 @@ pub mod args;
 pub mod backend;
 pub mod convert;
 pub mod debug;
+pub mod discovery;
 pub mod frames;
+pub mod logging;
 pub mod msg;
 pub mod node;
 pub mod params;

@@ -3,7 +3,7 @@
 //! ```text
 //! surfcl-node [--name N] [--namespace NS] [--domain-id D] [--image-qos-depth K]
 //!             [--image-reliability best_effort|reliable] [--socket-receive-buffer BYTES]
-//!             [--remap FROM:=TO]... [--param NAME:=VALUE]... [--all-interfaces] [--quiet]
+//!             [--remap FROM:=TO]... [--param NAME:=VALUE]... [--localhost-only | --all-interfaces] [--quiet]
 //!             [--ros-args -r image:=/camera/image_raw -r __ns:=/robot -p threshold:=0.001 --]
 //! ```
 //! Runs until SIGINT, SIGTERM or SIGHUP; then it closes its DDS readers, writers and participant
@@ -18,8 +18,7 @@ use surfcl_ros::backend::BackendFactory;
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    let domain_env = std::env::var("ROS_DOMAIN_ID").ok();
-    let mut config = match args::parse(&argv, domain_env.as_deref()) {
+    let mut config = match args::parse(&argv, &args::RosEnv::from_process()) {
         Parsed::Run(c) => *c,
         Parsed::Exit { message, code } => {
             if code == 0 {
@@ -33,6 +32,8 @@ fn main() {
             std::process::exit(code);
         }
     };
+    // RustDDS and ros2-client log through the `log` crate: their warnings go to stderr.
+    surfcl_ros::logging::install(&config.log_levels);
     // Signals are caught before any DDS entity exists, so none can end the process without
     // the goodbye.
     let (signal_tx, signal_rx) = mpsc::channel::<()>();
@@ -43,6 +44,18 @@ fn main() {
         std::process::exit(1);
     }
     config.open_backend_at_start = true;
+    // The wire formats differ between distributions (Humble's GIDs): say when the build and
+    // the environment disagree.
+    let built = ros2_client::COMPILED_ROS_DISTRO.to_string();
+    if let Ok(distro) = std::env::var("ROS_DISTRO")
+        && !distro.eq_ignore_ascii_case(&built)
+    {
+        eprintln!(
+            "surfcl-node: warning: built for ROS 2 {built} but ROS_DISTRO is {distro:?}; \
+             rebuild with --features {} (see ros-node/README.md)",
+            distro.to_ascii_lowercase()
+        );
+    }
     let quiet = !config.log_to_stderr;
     let node = match surfcl_ros::node::start(config, Arc::new(BackendFactory)) {
         Ok(n) => n,

@@ -66,6 +66,10 @@ pub struct NodeParams {
     /// set_profiling`). Off by default: profiling costs time on NVIDIA's OpenCL. Takes effect
     /// when the backend is (re)opened, which a change of this parameter does.
     pub profile: bool,
+    /// `lazy`: process no frame while none of the outputs (`keypoints`, `matches`, and
+    /// `debug_image` when on) has a subscriber; frames that arrive meanwhile are counted as
+    /// `frames_skipped_lazy`.
+    pub lazy: bool,
 }
 
 impl Default for NodeParams {
@@ -85,12 +89,13 @@ impl Default for NodeParams {
             device: String::new(),
             debug_image: false,
             profile: false,
+            lazy: false,
         }
     }
 }
 
 /// Names of all parameters the node declares.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: [&str; 14] = [
     "detector",
     "threshold",
     "octaves",
@@ -104,7 +109,132 @@ pub const NAMES: [&str; 13] = [
     "device",
     "debug_image",
     "profile",
+    "lazy",
 ];
+
+/// A numeric range of a parameter, inclusive, as `describe_parameters` reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Range {
+    /// Integers from..=to.
+    Integer(i64, i64),
+    /// Floating point from..=to.
+    Float(f64, f64),
+}
+
+/// What `describe_parameters` says about a parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Description {
+    /// What it does.
+    pub text: &'static str,
+    /// Constraints a range cannot say (empty when none).
+    pub constraints: &'static str,
+    /// Its numeric range, when it has one.
+    pub range: Option<Range>,
+}
+
+/// The description of parameter `name` (the run-time ones of [`NAMES`], the start-up ones of
+/// the command line, and `use_sim_time`), or `None` for a name the node does not have.
+pub fn describe(name: &str) -> Option<Description> {
+    let d = |text, constraints, range| {
+        Some(Description {
+            text,
+            constraints,
+            range,
+        })
+    };
+    match name {
+        "detector" => d("interest point detector", "surf | harris", None),
+        "threshold" => d(
+            "detector threshold; 0 = the detector's default (SURF: Hessian response in \
+             OpenSURF units, default 0.0004; Harris: fraction of the frame's strongest \
+             response, default 0.01)",
+            "finite, >= 0",
+            None,
+        ),
+        "octaves" => d(
+            "SURF octaves",
+            "",
+            Some(Range::Integer(1, i64::from(MAX_OCTAVES))),
+        ),
+        "upright" => d("skip orientation assignment (U-SURF)", "", None),
+        "max_keypoints" => d(
+            "strongest-N keypoints kept per frame",
+            "",
+            Some(Range::Integer(1, MAX_KEYPOINTS_LIMIT as i64)),
+        ),
+        "precision" => d("SURF response maps", "f32 | u8", None),
+        "descriptor" => d("descriptor representation in keypoints", "f32 | q7", None),
+        "ratio" => d(
+            "Lowe ratio test on match distances",
+            "0 < ratio <= 1",
+            Some(Range::Float(0.0, 1.0)),
+        ),
+        "cross_check" => d("keep only mutual nearest neighbours", "", None),
+        "backend" => d(
+            "processing backend; a change reopens it",
+            "auto | opencl | cpu",
+            None,
+        ),
+        "device" => d(
+            "OpenCL device index or name part; empty = default",
+            "",
+            None,
+        ),
+        "debug_image" => d(
+            "publish debug_image (rgb8, keypoints and matches drawn)",
+            "",
+            None,
+        ),
+        "profile" => d(
+            "OpenCL queues that time each stage (diagnostics stage_upload/kernels/readback); \
+             costs time on NVIDIA's OpenCL",
+            "",
+            None,
+        ),
+        "lazy" => d(
+            "process no frame while no output (keypoints, matches, debug_image when on) has a \
+             subscriber",
+            "",
+            None,
+        ),
+        _ => describe_start_up(name),
+    }
+}
+
+/// The descriptions of the start-up parameters and `use_sim_time`.
+fn describe_start_up(name: &str) -> Option<Description> {
+    let d = |text, constraints, range| {
+        Some(Description {
+            text,
+            constraints,
+            range,
+        })
+    };
+    match name {
+        "image_reliability" => d(
+            "image subscription reliability; read-only (start-up)",
+            "best_effort | reliable",
+            None,
+        ),
+        "image_qos_depth" => d(
+            "image subscription history depth; read-only (start-up)",
+            "",
+            Some(Range::Integer(1, 100)),
+        ),
+        "output_reliability" => d(
+            "keypoints, matches and debug_image reliability; read-only (start-up)",
+            "reliable | best_effort",
+            None,
+        ),
+        "output_buffers_mb" => d(
+            "MiB of encoded keypoints buffers kept for reuse; read-only (start-up)",
+            "",
+            Some(Range::Integer(0, 65536)),
+        ),
+        "use_sim_time" => d("stamp with /clock instead of the system clock", "", None),
+        _ => None,
+    }
+}
 
 fn want_string<'a>(name: &str, v: &'a ParameterValue) -> Result<&'a str, String> {
     match v {
@@ -165,6 +295,7 @@ impl NodeParams {
             "device" => V::String(self.device.clone()),
             "debug_image" => V::Boolean(self.debug_image),
             "profile" => V::Boolean(self.profile),
+            "lazy" => V::Boolean(self.lazy),
             _ => return None,
         })
     }
@@ -220,6 +351,7 @@ impl NodeParams {
             "device" => self.device = want_string(name, value)?.to_string(),
             "debug_image" => self.debug_image = want_bool(name, value)?,
             "profile" => self.profile = want_bool(name, value)?,
+            "lazy" => self.lazy = want_bool(name, value)?,
             _ => {}
         }
         Ok(())
@@ -287,6 +419,7 @@ mod tests {
             device: "x".into(),
             debug_image: true,
             profile: true,
+            lazy: true,
         };
         for (name, value) in p.to_values() {
             q.apply(name, &value).unwrap();
@@ -332,5 +465,39 @@ mod tests {
         );
         assert!(p.apply_str("octaves", "three").is_err());
         assert!(p.apply_str("nope", "1").is_err());
+    }
+
+    #[test]
+    fn every_parameter_is_described_and_ranges_match_validation() {
+        for name in NAMES {
+            let d = describe(name).unwrap_or_else(|| panic!("{name} has no description"));
+            assert!(!d.text.is_empty());
+        }
+        assert!(describe("nope").is_none());
+        let mut p = NodeParams::default();
+        let Some(Range::Integer(lo, hi)) = describe("octaves").unwrap().range else {
+            panic!("octaves has no integer range")
+        };
+        assert!(p.apply("octaves", &ParameterValue::Integer(hi)).is_ok());
+        assert!(p.apply("octaves", &ParameterValue::Integer(lo)).is_ok());
+        assert!(
+            p.apply("octaves", &ParameterValue::Integer(hi + 1))
+                .is_err()
+        );
+        assert!(
+            p.apply("octaves", &ParameterValue::Integer(lo - 1))
+                .is_err()
+        );
+        let Some(Range::Integer(_, hi)) = describe("max_keypoints").unwrap().range else {
+            panic!("max_keypoints has no integer range")
+        };
+        assert!(
+            p.apply("max_keypoints", &ParameterValue::Integer(hi))
+                .is_ok()
+        );
+        assert!(
+            p.apply("max_keypoints", &ParameterValue::Integer(hi + 1))
+                .is_err()
+        );
     }
 }

@@ -6,6 +6,11 @@
 //! The peer needs a Python with `cyclonedds==11.0.1`: `$SURFCL_PEER_PYTHON`, or the venv made by
 //! `ros-node/tests/peer/setup.sh` (`tests/peer/.venv`), or `<target dir>/venv`. When none is
 //! usable the test fails and says how to set it up.
+//!
+//! The peer's Cyclone DDS is configured for loopback only (no multicast, peer 127.0.0.1). The
+//! first test runs the node with ROS 2's default discovery range (`SUBNET`: every interface, here
+//! only `lo`), the others with `--localhost-only` (`LOCALHOST`), so that both ranges meet an
+//! independent DDS.
 #![cfg(feature = "backend")]
 
 use std::path::{Path, PathBuf};
@@ -204,7 +209,7 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
     let python = peer_python();
     let script = r#"
         ip link set lo up || exit 90
-        "$NODE_BIN" --domain-id 123 --param backend:=cpu --param max_keypoints:=500 &
+        "$NODE_BIN" --localhost-only --domain-id 123 --param backend:=cpu --param max_keypoints:=500 &
         node_pid=$!
         "$PEER_PY" "$PEER" --mode large --domain 123 --image "$IMAGE" --timeout 150
         rc=$?
@@ -249,7 +254,7 @@ fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
     std::fs::create_dir_all(&dir).unwrap();
     let script = r#"
         ip link set lo up || exit 90
-        "$NODE_BIN" --domain-id 124 --param backend:=cpu &
+        "$NODE_BIN" --localhost-only --domain-id 124 --param backend:=cpu &
         node_pid=$!
         "$PEER_PY" "$PEER" --mode shutdown --domain 124 --signal-file "$DIR/signalled" --timeout 60 > "$DIR/peer.out" &
         peer_pid=$!
