@@ -142,6 +142,7 @@ impl<'de> Visitor<'de> for ImageVisitor {
                     width,
                     height,
                     step,
+                    big_endian: is_bigendian != 0,
                 }),
             })?
             .ok_or_else(|| de::Error::invalid_length(6, &"a sensor_msgs/Image of 7 fields"))?;
@@ -179,6 +180,7 @@ struct FrameTarget<'a> {
     width: u32,
     height: u32,
     step: u32,
+    big_endian: bool,
 }
 
 impl FrameTarget<'_> {
@@ -191,6 +193,7 @@ impl FrameTarget<'_> {
             self.width,
             self.height,
             self.step,
+            self.big_endian,
             bytes.len(),
         )
         .ok()?;
@@ -441,7 +444,7 @@ mod tests {
         short.data.pop();
         bad.push(short);
         let mut unknown = img.clone();
-        unknown.encoding = "yuv422".into();
+        unknown.encoding = "yuv420".into();
         bad.push(unknown);
         let mut narrow = img.clone();
         narrow.step = 7;
