@@ -616,11 +616,14 @@ fn bayer_rows(
             row(y),
             row(mirror(y, 1, height)),
         );
+        // The row's two filter colours (even and odd columns), and whether it is a row of red
+        // (its green pixels have red beside them and blue above and below) or of blue.
+        let colours = [pattern.at(0, y), pattern.at(1, y)];
+        let red_row = colours.contains(&Filter::Red);
         for (x, d) in drow.iter_mut().enumerate() {
-            let (l, r) = (mirror(x, -1, width), mirror(x, 1, width));
-            let across = mean2(here[l], here[r]);
-            let vertical = mean2(up[x], down[x]);
-            let (red, green, blue) = match pattern.at(x, y) {
+            let l = if x == 0 { 1 } else { x - 1 };
+            let r = if x + 1 == width { width - 2 } else { x + 1 };
+            let (red, green, blue) = match colours[x & 1] {
                 Filter::Red => (
                     here[x],
                     mean4(here[l], here[r], up[x], down[x]),
@@ -631,11 +634,16 @@ fn bayer_rows(
                     mean4(here[l], here[r], up[x], down[x]),
                     here[x],
                 ),
-                // A green pixel of a red row has red beside it and blue above and below.
-                Filter::Green if pattern.at(x ^ 1, y) == Filter::Red => {
-                    (across, here[x], vertical)
-                }
-                Filter::Green => (vertical, here[x], across),
+                Filter::Green if red_row => (
+                    mean2(here[l], here[r]),
+                    here[x],
+                    mean2(up[x], down[x]),
+                ),
+                Filter::Green => (
+                    mean2(up[x], down[x]),
+                    here[x],
+                    mean2(here[l], here[r]),
+                ),
             };
             *d = luminance(red, green, blue);
         }
