@@ -43,6 +43,61 @@ pub fn compressed_image_type() -> MessageTypeName {
     MessageTypeName::new("sensor_msgs", "CompressedImage")
 }
 
+/// How the node receives images: image_transport's transport of its image subscription
+/// (the `image_transport` parameter, at start-up only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageTransport {
+    /// `sensor_msgs/Image` on the image topic.
+    #[default]
+    Raw,
+    /// `sensor_msgs/CompressedImage` on `<image topic>/compressed`, decoded on receipt.
+    Compressed,
+}
+
+impl ImageTransport {
+    /// Parses the parameter's value: `raw` or `compressed`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "raw" => Some(ImageTransport::Raw),
+            "compressed" => Some(ImageTransport::Compressed),
+            _ => None,
+        }
+    }
+
+    /// The parameter's value for this transport.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageTransport::Raw => "raw",
+            ImageTransport::Compressed => "compressed",
+        }
+    }
+
+    /// The topic this transport subscribes to for the (resolved) image topic `base`, as
+    /// image_transport names it.
+    pub fn topic(self, base: &str) -> String {
+        match self {
+            ImageTransport::Raw => base.to_string(),
+            ImageTransport::Compressed => format!("{}/compressed", base.trim_end_matches('/')),
+        }
+    }
+
+    /// The message type of the topic.
+    pub fn message_type(self) -> MessageTypeName {
+        match self {
+            ImageTransport::Raw => crate::msg::image_type(),
+            ImageTransport::Compressed => compressed_image_type(),
+        }
+    }
+
+    /// The message type's ROS name, for logs.
+    pub fn message_name(self) -> &'static str {
+        match self {
+            ImageTransport::Raw => "sensor_msgs/Image",
+            ImageTransport::Compressed => "sensor_msgs/CompressedImage",
+        }
+    }
+}
+
 /// The codecs the node decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Codec {
@@ -259,6 +314,28 @@ mod tests {
                 (255 - (x + 2 * y) % 256) as u8,
             ])
         })
+    }
+
+    #[test]
+    fn transports_and_their_topics() {
+        assert_eq!(ImageTransport::parse("raw"), Some(ImageTransport::Raw));
+        assert_eq!(
+            ImageTransport::parse("compressed"),
+            Some(ImageTransport::Compressed)
+        );
+        assert_eq!(ImageTransport::parse("theora"), None);
+        for t in [ImageTransport::Raw, ImageTransport::Compressed] {
+            assert_eq!(ImageTransport::parse(t.name()), Some(t));
+        }
+        assert_eq!(
+            ImageTransport::Compressed.topic("/camera/image_raw"),
+            "/camera/image_raw/compressed"
+        );
+        assert_eq!(ImageTransport::Raw.topic("/image"), "/image");
+        assert_eq!(
+            ImageTransport::Compressed.message_type().dds_msg_type(),
+            "sensor_msgs::msg::dds_::CompressedImage_"
+        );
     }
 
     #[test]
