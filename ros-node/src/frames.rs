@@ -9,8 +9,8 @@
 //! takes one for each image that fits ([`InputFrames::take`]) and the frame comes back when the
 //! node is done with it (its [`PooledFrame`] is dropped: processed, or replaced in the slot).
 //! When none is free (the first frame of a size, a backend without frames such as the CPU one,
-//! every frame lent) the receive thread deserialises into the node's memory as before: frames
-//! are never waited for.
+//! every frame lent) the receive thread deserialises into the node's own memory: frames are
+//! never waited for.
 //!
 //! Bounded: at most [`InputFrames::FRAMES`] frames of one backend exist (one being received,
 //! one waiting in the slot, one being detected), each of the largest frame size seen. A new

@@ -173,13 +173,14 @@ fn transport() {
 #[test]
 #[ignore]
 fn keypoints() {
+    use common::decode::{BulkDecode, decode_keypoint_array};
     use ros2_client::dds::rustdds::RepresentationIdentifier;
     use smol::stream::StreamExt;
     use surfcl_core::config::DescriptorKind;
     use surfcl_core::{Descriptor, Keypoint};
     use surfcl_ros::msg::KeypointArray;
     use surfcl_ros::node::TopicReliability;
-    use surfcl_ros::wire::{BufferPool, BulkCdr, Encoded, decode_keypoint_array, encode_detection};
+    use surfcl_ros::wire::{BufferPool, BulkCdr, Encoded, encode_detection};
 
     let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let frames: usize = env("SURFCL_KP_FRAMES", "200").parse().unwrap();
@@ -242,7 +243,7 @@ fn keypoints() {
         .create_subscriber(&QosPolicies::from(&client_qos))
         .unwrap();
     let reader = subscriber
-        .create_simple_datareader_no_key::<KeypointArray, BulkCdr>(&tb, None)
+        .create_simple_datareader_no_key::<KeypointArray, BulkDecode>(&tb, None)
         .unwrap();
     let next = || {
         within(Duration::from_secs(2), async {

@@ -19,7 +19,8 @@ use smol::stream::StreamExt;
 use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode, TopicReliability};
 use surfcl_ros::processor::ProcessorFactory;
-use surfcl_ros::wire::BulkCdr;
+
+pub mod decode;
 
 /// Path of a file under the workspace's `data/` (or under `$SURFCL_DATA_DIR`, for a test binary
 /// carried to another machine).
@@ -173,9 +174,9 @@ pub enum KeypointReader {
     /// ros2-client's serde path: what any Rust ROS user gets, and a check that the node's bulk
     /// encoder writes ordinary CDR.
     Serde(Subscription<KeypointArray>),
-    /// A RustDDS reader with surfcl's bulk CDR decoder (`surfcl_ros::wire`): what a subscriber
+    /// A RustDDS reader with the tests' block CDR decoder (`common::decode`): what a subscriber
     /// that cares about latency uses (rclcpp's generated code decodes the same way, a block copy).
-    Bulk(no_key::SimpleDataReader<KeypointArray, BulkCdr>),
+    Bulk(no_key::SimpleDataReader<KeypointArray, decode::BulkDecode>),
 }
 
 impl Takes<KeypointArray> for KeypointReader {
@@ -342,7 +343,7 @@ impl Client {
                 .unwrap();
             KeypointReader::Bulk(
                 subscriber
-                    .create_simple_datareader_no_key::<KeypointArray, BulkCdr>(&t, None)
+                    .create_simple_datareader_no_key::<KeypointArray, decode::BulkDecode>(&t, None)
                     .unwrap(),
             )
         } else {
