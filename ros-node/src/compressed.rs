@@ -218,6 +218,12 @@ pub fn decode_gray(
     if data.is_empty() {
         return Err(CompressedError::Empty(codec));
     }
+    if codec == Codec::Jpeg && !has_jpeg_end(data) {
+        return Err(CompressedError::Decode {
+            codec,
+            message: "no end-of-image marker at the end of the file: truncated".into(),
+        });
+    }
     let decode_error = |e: image::ImageError| CompressedError::Decode {
         codec,
         message: e.to_string(),
@@ -255,6 +261,16 @@ pub fn decode_gray(
         });
     }
     Ok((width as usize, height as usize))
+}
+
+/// Whether a JPEG file ends with its end-of-image marker (`FF D9`), allowing a few bytes of
+/// padding after it. The decoder fills what a truncated file lacks with gray and reports no
+/// error; such a frame would give keypoints on the fill. The marker cannot occur inside the
+/// entropy-coded data (an `FF` there is followed by `00` or a restart marker `D0`-`D7`).
+fn has_jpeg_end(data: &[u8]) -> bool {
+    const PADDING: usize = 64;
+    let tail = &data[data.len().saturating_sub(PADDING + 2)..];
+    tail.windows(2).any(|w| w == [0xff, 0xd9])
 }
 
 /// Reduces the decoded samples in `buf` (`pixels` pixels of `color`, 16-bit samples in native
@@ -404,22 +420,26 @@ mod tests {
     #[test]
     fn gray_alpha_and_sixteen_bit_pictures_follow_the_command_lines_rules() {
         let mut out = Vec::new();
-        let gray: ImageBuffer<Luma<u8>, _> = ImageBuffer::from_fn(9, 4, |x, y| Luma([(x * 20 + y) as u8]));
+        let gray: ImageBuffer<Luma<u8>, _> =
+            ImageBuffer::from_fn(9, 4, |x, y| Luma([(x * 20 + y) as u8]));
         let png = encode(DynamicImage::ImageLuma8(gray.clone()), ImageFormat::Png);
         decode_gray("mono8; png compressed mono8", &png, &mut out).unwrap();
         assert_eq!(out, gray.into_raw());
-        let deep: ImageBuffer<Luma<u16>, _> = ImageBuffer::from_raw(4, 1, vec![0u16, 128, 129, 65_535]).unwrap();
+        let deep: ImageBuffer<Luma<u16>, _> =
+            ImageBuffer::from_raw(4, 1, vec![0u16, 128, 129, 65_535]).unwrap();
         let png = encode(DynamicImage::ImageLuma16(deep), ImageFormat::Png);
         decode_gray("mono16; png compressed mono16", &png, &mut out).unwrap();
         assert_eq!(out, vec![0, 0, 1, 255]);
-        let rgba: ImageBuffer<Rgba<u8>, _> =
-            ImageBuffer::from_fn(5, 3, |x, y| Rgba([(x * 40) as u8, (y * 70) as u8, 200, (x * y) as u8]));
+        let rgba: ImageBuffer<Rgba<u8>, _> = ImageBuffer::from_fn(5, 3, |x, y| {
+            Rgba([(x * 40) as u8, (y * 70) as u8, 200, (x * y) as u8])
+        });
         let want: Vec<u8> = rgba.pixels().map(|p| luminance(p[0], p[1], p[2])).collect();
         let png = encode(DynamicImage::ImageRgba8(rgba), ImageFormat::Png);
         decode_gray("bgra8; png compressed bgra8", &png, &mut out).unwrap();
         assert_eq!(out, want);
-        let rgb16: ImageBuffer<Rgb<u16>, _> =
-            ImageBuffer::from_fn(3, 2, |x, y| Rgb([(x * 20_000) as u16, (y * 30_000) as u16, 40_000]));
+        let rgb16: ImageBuffer<Rgb<u16>, _> = ImageBuffer::from_fn(3, 2, |x, y| {
+            Rgb([(x * 20_000) as u16, (y * 30_000) as u16, 40_000])
+        });
         let want: Vec<u8> = DynamicImage::ImageRgb16(rgb16.clone())
             .to_rgb8()
             .pixels()
@@ -458,6 +478,20 @@ mod tests {
             decode_gray("tiff", &png, &mut out),
             Err(CompressedError::Format("tiff".into()))
         );
+        // A larger picture cut inside its entropy-coded data: the decoder alone would fill the
+        // rest with gray and succeed.
+        let big = encode(
+            DynamicImage::ImageRgb8(colour_picture(256, 192)),
+            ImageFormat::Jpeg,
+        );
+        let cut = &big[..big.len() * 2 / 3];
+        assert!(image::load_from_memory_with_format(cut, ImageFormat::Jpeg).is_ok());
+        let err = decode_gray("jpeg", cut, &mut out).unwrap_err();
+        assert!(err.to_string().contains("truncated"), "{err}");
+        // Padding after the end-of-image marker is allowed.
+        let mut padded = big.clone();
+        padded.extend([0u8; 16]);
+        assert_eq!(decode_gray("jpeg", &padded, &mut out), Ok((256, 192)));
     }
 
     #[test]
@@ -474,11 +508,11 @@ mod tests {
         png.extend(crc.to_be_bytes());
         let mut out = Vec::new();
         let err = decode_gray("png", &png, &mut out).unwrap_err();
+        assert!(matches!(err.kind(), ("size", _) | ("decode", _)), "{err}");
         assert!(
-            matches!(err.kind(), ("size", _) | ("decode", _)),
-            "{err}"
+            out.capacity() < 1 << 20,
+            "nothing of the declared size was allocated"
         );
-        assert!(out.capacity() < 1 << 20, "nothing of the declared size was allocated");
     }
 
     /// CRC-32 of a PNG chunk (type and data).

@@ -225,7 +225,9 @@ pub enum ImageMsgError {
     },
     /// `data` does not hold exactly the bytes `step` and `height` declare (`step * height`,
     /// 3/2 of it for NV12 and NV21).
-    #[error("{encoding:?}: data has {actual} bytes, step {step} x height {height} requires {expected}")]
+    #[error(
+        "{encoding:?}: data has {actual} bytes, step {step} x height {height} requires {expected}"
+    )]
     DataLength {
         /// The encoding.
         encoding: Encoding,
@@ -481,9 +483,7 @@ pub fn to_gray_into(data: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), 
 /// The conversion of [`to_gray`] and [`to_gray_into`]: `data` (laid out as `layout`, which
 /// [`fits`] it) into `out` (`width * height` bytes).
 fn convert_frame(data: &[u8], layout: &Layout, out: &mut [u8]) {
-    let Layout {
-        width, height, ..
-    } = *layout;
+    let Layout { width, height, .. } = *layout;
     // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB).
     let threads = if width * height >= PARALLEL_PIXELS {
         std::thread::available_parallelism()
@@ -525,10 +525,14 @@ fn convert_band(data: &[u8], layout: &Layout, first_row: usize, dst: &mut [u8]) 
             rows::<1>(src, dst, step, width, |p| p[0]);
         }
         Encoding::Rgb8 | Encoding::Bgr8 => {
-            rows::<3>(src, dst, step, width, |p| luminance(p[rgb.0], p[rgb.1], p[rgb.2]));
+            rows::<3>(src, dst, step, width, |p| {
+                luminance(p[rgb.0], p[rgb.1], p[rgb.2])
+            });
         }
         Encoding::Rgba8 | Encoding::Bgra8 => {
-            rows::<4>(src, dst, step, width, |p| luminance(p[rgb.0], p[rgb.1], p[rgb.2]));
+            rows::<4>(src, dst, step, width, |p| {
+                luminance(p[rgb.0], p[rgb.1], p[rgb.2])
+            });
         }
         Encoding::Mono16 => {
             let sample = if big_endian {
@@ -634,16 +638,10 @@ fn bayer_rows(
                     mean4(here[l], here[r], up[x], down[x]),
                     here[x],
                 ),
-                Filter::Green if red_row => (
-                    mean2(here[l], here[r]),
-                    here[x],
-                    mean2(up[x], down[x]),
-                ),
-                Filter::Green => (
-                    mean2(up[x], down[x]),
-                    here[x],
-                    mean2(here[l], here[r]),
-                ),
+                Filter::Green if red_row => {
+                    (mean2(here[l], here[r]), here[x], mean2(up[x], down[x]))
+                }
+                Filter::Green => (mean2(up[x], down[x]), here[x], mean2(here[l], here[r])),
             };
             *d = luminance(red, green, blue);
         }
@@ -935,12 +933,7 @@ mod tests {
 
     #[test]
     fn yuv_422_is_its_y_samples_with_odd_widths_and_padding() {
-        for (enc, y_at) in [
-            ("yuv422_yuy2", 0),
-            ("yuyv", 0),
-            ("uyvy", 1),
-            ("yuv422", 1),
-        ] {
+        for (enc, y_at) in [("yuv422_yuy2", 0), ("yuyv", 0), ("uyvy", 1), ("yuv422", 1)] {
             for (w, pad) in [(6usize, 0usize), (5, 0), (7, 3)] {
                 let (h, step) = (3usize, 2 * w + pad);
                 let m = patterned(enc, w as u32, h as u32, step as u32, step * h);
@@ -1075,8 +1068,10 @@ mod tests {
                 i
             }
         };
-        let sample = |x: i64, y: i64| u32::from(m.data[(mirror(y, h) * step + mirror(x, w)) as usize]);
-        let colour_at = |x: i64, y: i64| filter(pattern, x.rem_euclid(2) as usize, y.rem_euclid(2) as usize);
+        let sample =
+            |x: i64, y: i64| u32::from(m.data[(mirror(y, h) * step + mirror(x, w)) as usize]);
+        let colour_at =
+            |x: i64, y: i64| filter(pattern, x.rem_euclid(2) as usize, y.rem_euclid(2) as usize);
         let mut out = Vec::new();
         for y in 0..h {
             for x in 0..w {
@@ -1087,13 +1082,25 @@ mod tests {
                         continue;
                     }
                     let (mut sum, mut n) = (0u32, 0u32);
-                    for (dx, dy) in [(-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)] {
+                    for (dx, dy) in [
+                        (-1, -1),
+                        (0, -1),
+                        (1, -1),
+                        (-1, 0),
+                        (1, 0),
+                        (-1, 1),
+                        (0, 1),
+                        (1, 1),
+                    ] {
                         if colour_at(x + dx, y + dy) == colour {
                             sum += sample(x + dx, y + dy);
                             n += 1;
                         }
                     }
-                    assert!(n == 2 || n == 4, "{pattern} ({x}, {y}) colour {colour}: {n}");
+                    assert!(
+                        n == 2 || n == 4,
+                        "{pattern} ({x}, {y}) colour {colour}: {n}"
+                    );
                     *value = ((sum + n / 2) / n) as u8;
                 }
                 out.push(luminance(rgb[0], rgb[1], rgb[2]));
@@ -1122,7 +1129,13 @@ mod tests {
         for pattern in ["rggb", "bggr", "gbrg", "grbg"] {
             for (w, h, pad) in [(8usize, 6usize, 0usize), (7, 5, 3), (2, 3, 1)] {
                 let rgb: Vec<[u8; 3]> = (0..w * h)
-                    .map(|i| [(i * 29 % 256) as u8, (i * 53 % 251) as u8, (i * 97 % 241) as u8])
+                    .map(|i| {
+                        [
+                            (i * 29 % 256) as u8,
+                            (i * 53 % 251) as u8,
+                            (i * 97 % 241) as u8,
+                        ]
+                    })
                     .collect();
                 let m = mosaic(pattern, &rgb, w, h, w + pad);
                 assert_eq!(

@@ -200,7 +200,8 @@ impl<'de> Visitor<'de> for CompressedVisitor {
         f.write_str("a sensor_msgs/CompressedImage")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Received, A::Error> {
-        let missing = |i| de::Error::invalid_length(i, &"a sensor_msgs/CompressedImage of 3 fields");
+        let missing =
+            |i| de::Error::invalid_length(i, &"a sensor_msgs/CompressedImage of 3 fields");
         let header: Header = seq.next_element()?.ok_or_else(|| missing(0))?;
         let format: String = seq.next_element()?.ok_or_else(|| missing(1))?;
         let decoded = seq

@@ -5,19 +5,16 @@
 //! its own ROS domain id; every wait is bounded.
 
 mod common;
+mod rosout;
 
-use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
-use ros2_client::log::Log;
-use ros2_client::qos::History;
-use ros2_client::{Context, NodeName, NodeOptions, QosProfile};
 use surfcl_core::GrayImage;
 use surfcl_ros::convert::luminance;
 use surfcl_ros::msg::{Header, Image, KeypointMsg};
+
+use rosout::Rosout;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -62,13 +59,8 @@ fn demosaic(data: &[u8], pattern: &str, w: usize, h: usize, step: usize) -> Vec<
         }) as usize
     };
     let sample = |x: i64, y: i64| u32::from(data[mirror(y, h) * step + mirror(x, w)]);
-    let colour_at = |x: i64, y: i64| {
-        filter(
-            pattern,
-            x.rem_euclid(2) as usize,
-            y.rem_euclid(2) as usize,
-        )
-    };
+    let colour_at =
+        |x: i64, y: i64| filter(pattern, x.rem_euclid(2) as usize, y.rem_euclid(2) as usize);
     let mut out = Vec::with_capacity(w * h);
     for y in 0..h as i64 {
         for x in 0..w as i64 {
@@ -122,7 +114,8 @@ fn frame(g: &Gray, encoding: &str, padding: usize, header: Header) -> (Image, Ve
             (2 * w, rows, g.pixels.clone())
         }
         "nv12" | "nv21" => {
-            let mut rows: Vec<Vec<u8>> = (0..h).map(|y| (0..w).map(|x| px(x, y)).collect()).collect();
+            let mut rows: Vec<Vec<u8>> =
+                (0..h).map(|y| (0..w).map(|x| px(x, y)).collect()).collect();
             // The chroma plane: h / 2 rows of interleaved pairs, as wide as the Y rows.
             rows.extend((0..h / 2).map(|y| (0..w).map(|x| chroma(x, y)).collect()));
             (w, rows, g.pixels.clone())
@@ -244,10 +237,7 @@ fn every_camera_encoding_gives_the_detection_of_its_luminance() {
             let (image, luma) = frame(&g, encoding, padding, header(stamp, "cam"));
             let (kp, _) = client.process(&image, LIMIT);
             let want = direct
-                .detect(
-                    &GrayImage::new(&luma, g.width, g.height).unwrap(),
-                    &params,
-                )
+                .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), &params)
                 .unwrap();
             assert!(want.keypoints.len() > 50, "{what}");
             assert_eq!(
@@ -260,66 +250,17 @@ fn every_camera_encoding_gives_the_detection_of_its_luminance() {
             );
             assert_eq!(
                 kp.descriptors,
-                want.descriptors.iter().flatten().copied().collect::<Vec<_>>(),
+                want.descriptors
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect::<Vec<_>>(),
                 "{what}"
             );
         }
     }
     assert_eq!(node.stats().malformed, 0);
     node.stop();
-}
-
-/// Collects the messages of the `/rosout` records on a domain as they arrive.
-struct Rosout {
-    records: Arc<Mutex<Vec<String>>>,
-    _node: ros2_client::Node,
-}
-
-impl Rosout {
-    fn new(domain: u16) -> Self {
-        let dp = DomainParticipantBuilder::new(domain)
-            .with_only_networks([Ipv4Addr::LOCALHOST])
-            .build()
-            .unwrap();
-        let ctx = Context::from_domain_participant(dp).unwrap();
-        let mut node = ctx
-            .new_node(
-                NodeName::new("/", "surfcl_rosout_reader").unwrap(),
-                NodeOptions::new()
-                    .enable_rosout(false)
-                    .start_parameter_services(false),
-            )
-            .unwrap();
-        smol::spawn(node.spinner().unwrap().spin()).detach();
-        // The rosout topic keeps one record; this reader keeps more, so that none is replaced
-        // before it is taken.
-        let qos = QosProfile::publisher_default().history(History::KeepLast { depth: 100 });
-        let sub = node
-            .create_subscription::<Log>(&ctx.get_rosout_topic(), Some(qos))
-            .unwrap();
-        let records = Arc::new(Mutex::new(Vec::new()));
-        let sink = records.clone();
-        smol::spawn(async move {
-            while let Ok((log, _)) = sub.async_take().await {
-                sink.lock().unwrap().push(log.msg);
-            }
-        })
-        .detach();
-        Rosout {
-            records,
-            _node: node,
-        }
-    }
-
-    /// The records so far that start with `prefix`.
-    fn starting_with(&self, prefix: &str) -> Vec<String> {
-        let records = self.records.lock().unwrap();
-        records
-            .iter()
-            .filter(|m| m.starts_with(prefix))
-            .cloned()
-            .collect()
-    }
 }
 
 #[test]
@@ -394,20 +335,19 @@ fn bad_variants_are_dropped_counted_and_logged_once_per_kind() {
     let (good, _) = frame(&g, "yuyv", 3, header(50, "cam"));
     let (kp, m) = client.process(&good, LIMIT);
     assert!(!kp.keypoints.is_empty());
-    assert!(m.matches.is_empty(), "malformed frames are no previous frame");
+    assert!(
+        m.matches.is_empty(),
+        "malformed frames are no previous frame"
+    );
     let stats = node.stats();
     assert!(stats.malformed >= 3 * kinds as u64, "{stats:?}");
-    // Records are delivered in the background: wait (bounded) for one of each kind, then a
-    // little longer for any more.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while rosout.starting_with("dropping image").len() < kinds && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let logged = rosout.starting_with("dropping image");
+    // Records are delivered in the background.
+    let logged = rosout.wait_for("dropping image", kinds, Duration::from_secs(10));
     assert_eq!(logged.len(), kinds, "one line per kind: {logged:#?}");
     for (image, _) in &bad {
-        let err = surfcl_ros::convert::validate(image).unwrap_err().to_string();
+        let err = surfcl_ros::convert::validate(image)
+            .unwrap_err()
+            .to_string();
         assert!(
             logged.iter().any(|line| line.contains(&err)),
             "{err} not in {logged:#?}"

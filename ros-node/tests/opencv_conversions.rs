@@ -60,7 +60,8 @@ fn cv_python() -> PathBuf {
 
 /// Runs the `surfcl` command line in this process; panics unless it succeeds.
 fn surfcl(args: &[&str]) {
-    let status = surfcl_gpu::cli::main_with_args(std::iter::once("surfcl").chain(args.iter().copied()));
+    let status =
+        surfcl_gpu::cli::main_with_args(std::iter::once("surfcl").chain(args.iter().copied()));
     assert_eq!(status, ExitCode::SUCCESS, "surfcl {args:?}");
 }
 
@@ -79,7 +80,16 @@ fn opencv_keypoints_descriptors_and_matches_equal_the_cli_json() {
     surfcl(&["match", img1, img2, "--backend", "cpu", "--json", &m]);
     let output = Command::new(&python)
         .arg(manifest().join("tests/cv/check_cv.py"))
-        .args(["--detect1", &d1, "--detect2", &d2, "--match", &m, "--image", img1])
+        .args([
+            "--detect1",
+            &d1,
+            "--detect2",
+            &d2,
+            "--match",
+            &m,
+            "--image",
+            img1,
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -90,7 +100,11 @@ fn opencv_keypoints_descriptors_and_matches_equal_the_cli_json() {
         String::from_utf8_lossy(&output.stderr)
     );
     // Every check ran.
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok: ")).count(), 6, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        6,
+        "{stdout}"
+    );
 }
 
 /// The compiler flags of OpenCV's core: pkg-config's, or Debian's paths of libopencv-core-dev.
@@ -178,5 +192,9 @@ fn cpp_header_gives_the_mapping_on_the_backends_detections() {
         "check_cv failed ({}):\n{stdout}",
         output.status
     );
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok: ")).count(), 3, "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        3,
+        "{stdout}"
+    );
 }

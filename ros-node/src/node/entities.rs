@@ -106,7 +106,8 @@ pub(super) fn create(
     config: &NodeConfig,
 ) -> Result<Entities, NodeError> {
     let transport = config.image_transport;
-    let image_resolved = transport.topic(&resolve_topic("image", &config.namespace, &config.remaps));
+    let image_resolved =
+        transport.topic(&resolve_topic("image", &config.namespace, &config.remaps));
     let depth = config.image_qos_depth.max(1);
     let topic = image_topic(
         context,
