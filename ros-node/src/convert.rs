@@ -344,7 +344,7 @@ pub fn validate_fields(
         reason,
     };
     match encoding {
-        Encoding::Nv12 | Encoding::Nv21 if height % 2 != 0 => {
+        Encoding::Nv12 | Encoding::Nv21 if !height.is_multiple_of(2) => {
             return Err(shape("4:2:0 chroma needs an even height"));
         }
         Encoding::Bayer(_) if width < 2 || height < 2 => {
@@ -606,7 +606,7 @@ fn bayer_rows(
         ..
     } = *layout;
     let row = |y: usize| &data[y * step..y * step + width];
-    let mean2 = |a: u8, b: u8| ((u16::from(a) + u16::from(b) + 1) / 2) as u8;
+    let mean2 = |a: u8, b: u8| (u16::from(a) + u16::from(b)).div_ceil(2) as u8;
     let mean4 = |a: u8, b: u8, c: u8, d: u8| {
         ((u16::from(a) + u16::from(b) + u16::from(c) + u16::from(d) + 2) / 4) as u8
     };
