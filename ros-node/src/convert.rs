@@ -484,8 +484,14 @@ pub fn to_gray_into(data: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), 
 /// [`fits`] it) into `out` (`width * height` bytes).
 fn convert_frame(data: &[u8], layout: &Layout, out: &mut [u8]) {
     let Layout { width, height, .. } = *layout;
-    // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB).
-    let threads = if width * height >= PARALLEL_PIXELS {
+    // Large frames are converted in bands on several threads (a 4K rgb8 frame is 25 MB);
+    // demosaicing costs several times a colour conversion per pixel, so Bayer frames from a
+    // smaller size on.
+    let parallel_from = match layout.encoding {
+        Encoding::Bayer(_) => PARALLEL_PIXELS / 8,
+        _ => PARALLEL_PIXELS,
+    };
+    let threads = if width * height >= parallel_from {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -534,14 +540,13 @@ fn convert_band(data: &[u8], layout: &Layout, first_row: usize, dst: &mut [u8]) 
                 luminance(p[rgb.0], p[rgb.1], p[rgb.2])
             });
         }
-        Encoding::Mono16 => {
-            let sample = if big_endian {
-                u16::from_be_bytes
-            } else {
-                u16::from_le_bytes
-            };
-            rows::<2>(src, dst, step, width, |p| reduce16(sample([p[0], p[1]])));
-        }
+        // One loop per byte order, each with its conversion inlined.
+        Encoding::Mono16 if big_endian => rows::<2>(src, dst, step, width, |p| {
+            reduce16(u16::from_be_bytes([p[0], p[1]]))
+        }),
+        Encoding::Mono16 => rows::<2>(src, dst, step, width, |p| {
+            reduce16(u16::from_le_bytes([p[0], p[1]]))
+        }),
         Encoding::Yuyv => rows::<2>(src, dst, step, width, |p| p[0]),
         Encoding::Uyvy => rows::<2>(src, dst, step, width, |p| p[1]),
         Encoding::Bayer(pattern) => bayer_rows(data, layout, pattern, first_row, dst),
@@ -606,46 +611,92 @@ fn bayer_rows(
         ..
     } = *layout;
     let row = |y: usize| &data[y * step..y * step + width];
-    let mean2 = |a: u8, b: u8| (u16::from(a) + u16::from(b)).div_ceil(2) as u8;
-    let mean4 = |a: u8, b: u8, c: u8, d: u8| {
-        ((u16::from(a) + u16::from(b) + u16::from(c) + u16::from(d) + 2) / 4) as u8
-    };
-    for (k, drow) in dst.chunks_exact_mut(width).enumerate() {
+    for (k, out) in dst.chunks_exact_mut(width).enumerate() {
         let y = first_row + k;
         if y >= height {
             return;
         }
-        let (up, here, down) = (
-            row(mirror(y, -1, height)),
-            row(y),
-            row(mirror(y, 1, height)),
-        );
-        // The row's two filter colours (even and odd columns), and whether it is a row of red
-        // (its green pixels have red beside them and blue above and below) or of blue.
-        let colours = [pattern.at(0, y), pattern.at(1, y)];
-        let red_row = colours.contains(&Filter::Red);
-        for (x, d) in drow.iter_mut().enumerate() {
-            let l = if x == 0 { 1 } else { x - 1 };
-            let r = if x + 1 == width { width - 2 } else { x + 1 };
-            let (red, green, blue) = match colours[x & 1] {
-                Filter::Red => (
-                    here[x],
-                    mean4(here[l], here[r], up[x], down[x]),
-                    mean4(up[l], up[r], down[l], down[r]),
-                ),
-                Filter::Blue => (
-                    mean4(up[l], up[r], down[l], down[r]),
-                    mean4(here[l], here[r], up[x], down[x]),
-                    here[x],
-                ),
-                Filter::Green if red_row => {
-                    (mean2(here[l], here[r]), here[x], mean2(up[x], down[x]))
-                }
-                Filter::Green => (mean2(up[x], down[x]), here[x], mean2(here[l], here[r])),
-            };
-            *d = luminance(red, green, blue);
+        let rows = BayerRows {
+            up: row(mirror(y, -1, height)),
+            here: row(y),
+            down: row(mirror(y, 1, height)),
+        };
+        // One loop per pair of filter colours (even and odd columns), so that the colour of
+        // each pixel is known when the loop is compiled.
+        use Filter::{Blue as B, Green as G, Red as R};
+        match (pattern.at(0, y), pattern.at(1, y)) {
+            (R, _) => bayer_row::<RED, GREEN>(&rows, out),
+            (B, _) => bayer_row::<BLUE, GREEN>(&rows, out),
+            (G, R) => bayer_row::<GREEN, RED>(&rows, out),
+            (G, _) => bayer_row::<GREEN, BLUE>(&rows, out),
         }
     }
+}
+
+/// The filter colours as const parameters of [`bayer_row`].
+const RED: u8 = 0;
+const GREEN: u8 = 1;
+const BLUE: u8 = 2;
+
+/// A Bayer row and the rows above and below it (mirrored at the frame's edges), each `width`
+/// pixels.
+struct BayerRows<'a> {
+    up: &'a [u8],
+    here: &'a [u8],
+    down: &'a [u8],
+}
+
+impl BayerRows<'_> {
+    /// The luminance of the pixel at `x` of filter colour `C` in a row of red (`red_row`: its
+    /// green pixels have red beside them) or blue, with its left and right neighbours at `l`
+    /// and `r`.
+    #[inline(always)]
+    fn luminance<const C: u8>(&self, red_row: bool, l: usize, x: usize, r: usize) -> u8 {
+        let (up, here, down) = (self.up, self.here, self.down);
+        let mean2 = |a: u8, b: u8| (u16::from(a) + u16::from(b)).div_ceil(2) as u8;
+        let mean4 = |a: u8, b: u8, c: u8, d: u8| {
+            ((u16::from(a) + u16::from(b) + u16::from(c) + u16::from(d) + 2) / 4) as u8
+        };
+        let (red, green, blue) = match C {
+            RED => (
+                here[x],
+                mean4(here[l], here[r], up[x], down[x]),
+                mean4(up[l], up[r], down[l], down[r]),
+            ),
+            BLUE => (
+                mean4(up[l], up[r], down[l], down[r]),
+                mean4(here[l], here[r], up[x], down[x]),
+                here[x],
+            ),
+            _ if red_row => (mean2(here[l], here[r]), here[x], mean2(up[x], down[x])),
+            _ => (mean2(up[x], down[x]), here[x], mean2(here[l], here[r])),
+        };
+        luminance(red, green, blue)
+    }
+}
+
+/// One Bayer row whose even columns are of colour `EVEN` and odd ones of `ODD` into `out`.
+fn bayer_row<const EVEN: u8, const ODD: u8>(rows: &BayerRows<'_>, out: &mut [u8]) {
+    let width = out.len();
+    let red_row = EVEN == RED || ODD == RED;
+    // The edge columns mirror: column -1 reads column 1, column `width` reads `width - 2`.
+    out[0] = rows.luminance::<EVEN>(red_row, 1, 0, 1);
+    let last = width - 1;
+    let mut x = 1;
+    // Pairs of interior columns: an odd one, then an even one.
+    while x + 2 < width {
+        out[x] = rows.luminance::<ODD>(red_row, x - 1, x, x + 1);
+        out[x + 1] = rows.luminance::<EVEN>(red_row, x, x + 1, x + 2);
+        x += 2;
+    }
+    if x < last {
+        out[x] = rows.luminance::<ODD>(red_row, x - 1, x, x + 1);
+    }
+    out[last] = if last.is_multiple_of(2) {
+        rows.luminance::<EVEN>(red_row, last - 1, last, last - 1)
+    } else {
+        rows.luminance::<ODD>(red_row, last - 1, last, last - 1)
+    };
 }
 
 /// The grayscale pixels of `data` (laid out as `layout`, as returned by [`validate`] for the same
