@@ -125,12 +125,15 @@ def main():
     check(all(isinstance(k, cv2.KeyPoint) for k in kps1), "not cv2.KeyPoint")
     check_keypoints(msg1, kps1, upright, "image 1")
     check_keypoints(msg2, kps2, upright, "image 2")
-    # The same keypoints in the match report (the CLI detects both images again).
-    m1 = [keypoint(k) for k in mr["keypoints1"]]
-    check(
-        [(k.x, k.y, k.scale) for k in m1] == [(k.x, k.y, k.scale) for k in msg1.keypoints],
-        "match report's keypoints1 differ from detect's",
-    )
+    # The same keypoints in the match report (the CLI detects both images again), which the
+    # match indices refer to.
+    for key, msg in (("keypoints1", msg1), ("keypoints2", msg2)):
+        check(key in mr, "the match report has no %r" % key)
+        m = [keypoint(k) for k in mr[key]]
+        check(
+            [(k.x, k.y, k.scale) for k in m] == [(k.x, k.y, k.scale) for k in msg.keypoints],
+            "match report's %s differ from detect's" % key,
+        )
 
     desc1, desc2 = scv.descriptors(msg1), scv.descriptors(msg2)
     check(desc1.dtype == np.float32 and desc1.shape == (len(kps1), 64), "descriptors %s %s" % (desc1.dtype, desc1.shape))
