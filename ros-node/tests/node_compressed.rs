@@ -1,16 +1,15 @@
 //! image_transport's `compressed` transport through the node: JPEG and PNG frames of a boat
 //! picture published as `sensor_msgs/CompressedImage` on `/image/compressed` give the keypoints
-//! and descriptors of the CPU backend's detection on the picture the command line decodes from
-//! the same file (`surfcl_gpu::io::decode_gray`, what `surfcl detect` reads); corrupt files and
-//! unknown format strings are dropped, counted, and logged once per kind. Each test has its own
-//! ROS domain id; every wait is bounded.
+//! and descriptors of the CPU backend's detection on the decoded picture's luminance (decoded
+//! here with the `image` crate and reduced by the command line's rules, so what `surfcl detect`
+//! sees in the same file); corrupt files and unknown format strings are dropped, counted, and
+//! logged once per kind. Each test has its own ROS domain id; every wait is bounded.
 #![cfg(feature = "backend")]
 
 mod common;
 mod rosout;
 
 use std::io::Cursor;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -19,6 +18,7 @@ use ros2_client::qos::History;
 use ros2_client::{Name, Publisher, QosProfile};
 use surfcl_core::GrayImage;
 use surfcl_ros::compressed::{CompressedImage, ImageTransport, compressed_image_type};
+use surfcl_ros::convert::luminance;
 use surfcl_ros::msg::{Header, KeypointMsg};
 
 use rosout::Rosout;
@@ -32,6 +32,26 @@ fn boat_colour() -> RgbImage {
         let p = g.pixels[y as usize * g.width + x as usize];
         image::Rgb([p, p / 2 + 60, 255 - p])
     })
+}
+
+/// The luminance of a decoded file by the command line's rules: gray as it is, colour by the
+/// BT.601 weights of the decoded 8-bit R, G, B.
+fn decoded_luminance(bytes: &[u8]) -> Gray {
+    let decoded = image::load_from_memory(bytes).unwrap();
+    let (width, height) = (decoded.width() as usize, decoded.height() as usize);
+    let pixels = match decoded {
+        DynamicImage::ImageLuma8(g) => g.into_raw(),
+        colour => colour
+            .to_rgb8()
+            .pixels()
+            .map(|p| luminance(p[0], p[1], p[2]))
+            .collect(),
+    };
+    Gray {
+        width,
+        height,
+        pixels,
+    }
 }
 
 fn encode(image: DynamicImage, format: ImageFormat) -> Vec<u8> {
@@ -117,8 +137,7 @@ fn jpeg_and_png_frames_give_the_detection_of_the_decoded_picture() {
     let params = test_params();
     let mut direct = factory().open(&params).unwrap();
     for (i, (format, bytes)) in frames.into_iter().enumerate() {
-        // What `surfcl detect` reads from the same file.
-        let decoded = surfcl_gpu::io::decode_gray(&bytes, Path::new("frame")).unwrap();
+        let decoded = decoded_luminance(&bytes);
         assert_eq!((decoded.width, decoded.height), (425, 340));
         let want = direct
             .detect(
