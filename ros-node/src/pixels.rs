@@ -654,4 +654,77 @@ mod tests {
             assert!(received(&bytes[..len], &seed).is_err(), "prefix of {len}");
         }
     }
+
+    #[test]
+    fn camera_encodings_go_into_a_free_frame_with_their_byte_order() {
+        let seed = ReceiveSeed {
+            buffers: PixelBuffers::default(),
+            frames: InputFrames::default(),
+            transport: ImageTransport::Raw,
+        };
+        seed.frames
+            .refill(64 * 48, |n| Ok(Some(Box::new(Heap(vec![0xaa; n])))))
+            .unwrap();
+        // Odd widths and padded rows; mono16 in both byte orders (the field before `step`
+        // decides how the pixels are read).
+        let cases = [
+            ("mono16", 7u32, 5u32, 17u32, 5 * 17, 1u8),
+            ("mono16", 7, 5, 14, 5 * 14, 0),
+            ("yuyv", 9, 4, 20, 4 * 20, 0),
+            ("uyvy", 9, 4, 18, 4 * 18, 0),
+            ("nv12", 9, 6, 11, 6 * 11 * 3 / 2, 0),
+            ("nv21", 8, 4, 8, 4 * 8 * 3 / 2, 0),
+            ("bayer_gbrg8", 11, 7, 13, 7 * 13, 0),
+        ];
+        for (encoding, width, height, step, len, is_bigendian) in cases {
+            let img = Image {
+                header: Header {
+                    stamp: Time::new(1, 2),
+                    frame_id: "cam".into(),
+                },
+                height,
+                width,
+                encoding: encoding.into(),
+                is_bigendian,
+                step,
+                data: (0..len).map(|i| (i * 29 % 253) as u8).collect(),
+            };
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&img).unwrap();
+            let got = received(&bytes, &seed).unwrap();
+            let layout = convert::validate(&img).unwrap();
+            assert_eq!(layout.big_endian, is_bigendian == 1);
+            let mut want = Vec::new();
+            convert::to_gray(&img.data, &layout, &mut want);
+            let mut gray = got.gray.expect("a frame was free");
+            assert_eq!(gray.layout, layout, "{encoding}");
+            let n = layout.width * layout.height;
+            let frame = gray.frame.frame().unwrap();
+            assert_eq!(&frame.pixels_mut().unwrap()[..n], &want[..], "{encoding}");
+        }
+        // The byte order matters: the same bytes read little-endian give other pixels.
+        let big = Image {
+            height: 1,
+            width: 2,
+            encoding: "mono16".into(),
+            is_bigendian: 1,
+            step: 4,
+            data: vec![0x12, 0x00, 0xff, 0x00],
+            ..Image::default()
+        };
+        let little = Image {
+            is_bigendian: 0,
+            ..big.clone()
+        };
+        let gray_of = |img: &Image| {
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(img).unwrap();
+            let mut got = received(&bytes, &seed)
+                .unwrap()
+                .gray
+                .expect("a frame was free");
+            got.frame.frame().unwrap().pixels_mut().unwrap()[..2].to_vec()
+        };
+        // 0x1200 = 4608 -> 18, 0xff00 = 65280 -> 254; 0x0012 = 18 -> 0, 0x00ff = 255 -> 1.
+        assert_eq!(gray_of(&big), vec![18, 254]);
+        assert_eq!(gray_of(&little), vec![0, 1]);
+    }
 }
