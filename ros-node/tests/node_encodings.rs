@@ -263,6 +263,60 @@ fn every_camera_encoding_gives_the_detection_of_its_luminance() {
     node.stop();
 }
 
+/// On the OpenCL backend (PoCL will do; without a device the backend does not open and the test
+/// fails) the camera encodings are converted on receipt into the backend's pinned input frames,
+/// from the serialized message (NV12's Y plane copied as mono8 is), and give the OpenCL
+/// detection of their luminance.
+#[test]
+fn on_opencl_camera_encodings_go_into_pinned_frames_on_receipt() {
+    let domain = 123;
+    let params = surfcl_ros::params::NodeParams {
+        backend: surfcl_core::config::BackendChoice::OpenCl,
+        ..surfcl_ros::params::NodeParams::default()
+    };
+    let node = start_node(domain, factory(), |c| c.params = params.clone());
+    let client = Client::new(domain, "/", "/image");
+    client.wait_connected(LIMIT);
+    let g = resize_tile(&boat(), 241, 180);
+    let mut direct = factory().open(&params).unwrap();
+    let cases = [
+        ("nv12", 0),
+        ("nv21", 4),
+        ("yuyv", 2),
+        ("uyvy", 0),
+        ("bayer_bggr8", 3),
+        ("16UC1", 2),
+        ("mono16", 0),
+    ];
+    // The first frame finds no input frame free (they are made after it): sent twice.
+    let mut stamp = 0;
+    for (encoding, padding) in std::iter::once(cases[0]).chain(cases) {
+        stamp += 1;
+        let what = format!("{encoding}, {padding} bytes of padding");
+        let (image, luma) = frame(&g, encoding, padding, header(stamp, "cam"));
+        let (kp, _) = client.process(&image, LIMIT);
+        let want = direct
+            .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), &params)
+            .unwrap();
+        assert!(!want.keypoints.is_empty(), "{what}");
+        assert_eq!(
+            kp.keypoints,
+            want.keypoints
+                .iter()
+                .map(KeypointMsg::from)
+                .collect::<Vec<_>>(),
+            "{what}"
+        );
+    }
+    let stats = node.stats();
+    assert_eq!(stats.malformed, 0);
+    assert!(
+        stats.received_into_frames >= cases.len() as u64,
+        "frames converted into pinned memory on receipt: {stats:?}"
+    );
+    node.stop();
+}
+
 #[test]
 fn bad_variants_are_dropped_counted_and_logged_once_per_kind() {
     let domain = 122;
