@@ -2,9 +2,11 @@
 # Installs what surfcl needs on a fresh Debian/Ubuntu machine with a Rust toolchain, skipping
 # whatever is already there. Safe to run repeatedly.
 #   scripts/install-deps.sh          runtime: OpenCL (PoCL on the CPU) + headers + clinfo
-#   scripts/install-deps.sh --test   also the test tools: iproute2 (ip), unshare, the Cyclone DDS
-#                                    peer venv (ros-node/tests/peer/.venv), the numpy venv
-#                                    of the CLI's archive tests (cli/tests/numpy/.venv)
+#   scripts/install-deps.sh --test   also the test tools: iproute2 (ip), unshare, OpenCV's core
+#                                    headers and a C++ compiler (the msgs package's cv.hpp), the
+#                                    Python venv of Cyclone DDS, numpy and OpenCV
+#                                    (ros-node/tests/peer/.venv), the numpy venv of the CLI's
+#                                    archive tests (cli/tests/numpy/.venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +16,7 @@ sudo_if_needed() {
 
 packages=(pocl-opencl-icd ocl-icd-opencl-dev clinfo)
 if [ "${1:-}" = "--test" ]; then
-    packages+=(iproute2 util-linux python3 python3-venv)
+    packages+=(iproute2 util-linux python3 python3-venv g++ libopencv-core-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -7,7 +7,7 @@ use clap::Parser;
 use crate::discovery::{Discovery, DiscoveryEnv, DiscoveryRange};
 use crate::logging::LogLevels;
 use crate::node::resolve_topic;
-use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, NodeConfig, TopicReliability};
+use crate::node::{DEFAULT_SOCKET_RECEIVE_BUFFER, ImageTransport, NodeConfig, TopicReliability};
 use crate::params::NodeParams;
 use crate::wire::BufferPool;
 
@@ -21,7 +21,8 @@ use crate::wire::BufferPool;
                   -r __ns:=/robot -r __node:=name -p threshold:=0.001 (end them with --).\n\
                   Parameters: detector, threshold, octaves, upright, max_keypoints, precision, \
                   descriptor, ratio, cross_check, backend, device, debug_image, profile; at start-up \
-                  only: image_reliability (best_effort|reliable), image_qos_depth, \
+                  only: image_transport (raw|compressed), image_reliability \
+                  (best_effort|reliable), image_qos_depth, \
                   output_reliability (reliable|best_effort), output_buffers_mb."
 )]
 pub struct Cli {
@@ -42,6 +43,11 @@ pub struct Cli {
     /// Also `-p image_reliability:=reliable`.
     #[arg(long, default_value = "best_effort", value_parser = parse_reliability)]
     pub image_reliability: TopicReliability,
+    /// image_transport's transport of the image subscription: raw (sensor_msgs/Image on the
+    /// image topic) or compressed (sensor_msgs/CompressedImage, JPEG or PNG, on
+    /// `<image>/compressed`, decoded on receipt). Also `-p image_transport:=compressed`.
+    #[arg(long, default_value = "raw", value_parser = parse_transport)]
+    pub image_transport: ImageTransport,
     /// Reliability of the keypoints, matches and debug_image publishers: reliable (every
     /// subscriber matches, lost fragments are repaired) or best_effort (the sensor-data profile:
     /// lower latency for large outputs, only best-effort subscribers match). Also
@@ -96,6 +102,10 @@ fn parse_reliability(s: &str) -> Result<TopicReliability, String> {
     TopicReliability::parse(s).ok_or_else(|| format!("expected best_effort or reliable, got {s:?}"))
 }
 
+fn parse_transport(s: &str) -> Result<ImageTransport, String> {
+    ImageTransport::parse(s).ok_or_else(|| format!("expected raw or compressed, got {s:?}"))
+}
+
 fn split_assign(s: &str) -> Result<(&str, &str), String> {
     s.split_once(":=")
         .filter(|(a, _)| !a.is_empty())
@@ -104,7 +114,8 @@ fn split_assign(s: &str) -> Result<(&str, &str), String> {
 
 /// Parameters that only apply at start-up (QoS cannot change on a live reader or writer):
 /// declared read-only, so that a parameter dump reproduces the run.
-pub const START_UP_PARAMETERS: [&str; 4] = [
+pub const START_UP_PARAMETERS: [&str; 5] = [
+    "image_transport",
     "image_reliability",
     "image_qos_depth",
     "output_reliability",
@@ -128,6 +139,7 @@ fn apply_param(
             }
         }
         "image_reliability" => config.image_reliability = parse_reliability(value)?,
+        "image_transport" => config.image_transport = parse_transport(value)?,
         "output_reliability" => config.output_reliability = parse_reliability(value)?,
         "output_buffers_mb" => config.output_buffers_bytes = parse_output_buffers_mb(value)?,
         "image_qos_depth" => {
@@ -400,6 +412,7 @@ fn build_config(cli: Cli, ros: RosArgs, env: &RosEnv) -> Result<NodeConfig, Stri
         },
         image_qos_depth: cli.image_qos_depth as usize,
         image_reliability: cli.image_reliability,
+        image_transport: cli.image_transport,
         output_reliability: cli.output_reliability,
         output_buffers_bytes: (cli.output_buffers_mb as usize) << 20,
         socket_receive_buffer: cli.socket_receive_buffer,
@@ -563,6 +576,36 @@ mod tests {
         assert!(launch.contains("(\"image\", LaunchConfiguration(\"camera_topic\"))"));
         let cmake = std::fs::read_to_string(format!("{root}/CMakeLists.txt")).unwrap();
         assert!(cmake.contains("-p surfcl-ros --bin surfcl-node"));
+    }
+
+    #[test]
+    fn image_transport_flag_and_parameter() {
+        for (argv, transport) in [
+            ("n", ImageTransport::Raw),
+            ("n --image-transport compressed", ImageTransport::Compressed),
+            (
+                "n --ros-args -p image_transport:=compressed --",
+                ImageTransport::Compressed,
+            ),
+            (
+                "n --image-transport compressed --ros-args -p image_transport:=raw --",
+                ImageTransport::Raw,
+            ),
+        ] {
+            let Parsed::Run(c) = parse(&args(argv), None) else {
+                panic!("{argv} did not parse")
+            };
+            assert_eq!(c.image_transport, transport, "{argv}");
+        }
+        for bad in [
+            "n --image-transport theora",
+            "n --ros-args -p image_transport:=jpeg --",
+        ] {
+            assert!(
+                matches!(parse(&args(bad), None), Parsed::Exit { code: 2, .. }),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //!
 //! ## Modules
 //! - [`msg`]: the message structs (CDR field order) and their ROS type names.
-//! - [`convert`]: validation of incoming images and colour-to-gray conversion.
+//! - [`convert`]: validation of incoming images and their conversion to gray, every camera
+//!   encoding the node reads.
+//! - [`compressed`]: `sensor_msgs/CompressedImage` (image_transport's `compressed`) decoded to
+//!   gray.
 //! - [`pixels`]: image messages deserialised into reused buffers or the backend's input frames.
 //! - [`frames`]: the backend's input frames (pinned memory) lent to the receive thread.
 //! - [`params`]: the ROS parameters, typed and validated.
@@ -27,6 +30,7 @@
 pub mod args;
 #[cfg(feature = "backend")]
 pub mod backend;
+pub mod compressed;
 pub mod convert;
 pub mod debug;
 pub mod discovery;

@@ -211,6 +211,13 @@ fn describe_start_up(name: &str) -> Option<Description> {
         })
     };
     match name {
+        "image_transport" => d(
+            "image_transport's transport of the image subscription: raw (sensor_msgs/Image) or \
+             compressed (sensor_msgs/CompressedImage on <image>/compressed, JPEG or PNG); \
+             read-only (start-up)",
+            "raw | compressed",
+            None,
+        ),
         "image_reliability" => d(
             "image subscription reliability; read-only (start-up)",
             "best_effort | reliable",

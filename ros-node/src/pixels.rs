@@ -13,12 +13,17 @@
 //! [`PixelBuffers`] keeps the buffers of frames the node is done with. The `Image` either seed
 //! gives is the one serde's derived `Deserialize` gives (tests compare them), without `data`
 //! when the pixels went into a frame.
+//!
+//! With the `compressed` transport [`ReceiveSeed`] reads a `sensor_msgs/CompressedImage`
+//! instead and decodes its bytes where RustDDS lends them ([`crate::compressed`]) into a buffer
+//! from [`PixelBuffers`]: the node then handles a `mono8` image.
 
 use std::fmt;
 use std::time::Instant;
 
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
+use crate::compressed::{self, CompressedError, ImageTransport};
 use crate::convert::{self, Layout};
 use crate::frames::{InputFrames, PooledFrame};
 use crate::msg::{Header, Image};
@@ -38,24 +43,32 @@ pub struct ImageSeed {
     pub buffers: PixelBuffers,
 }
 
-/// Deserialises a `sensor_msgs/Image` into a [`Received`]: its pixels converted to gray
-/// straight into a free frame of `frames` when the message is valid and one fits, else copied
-/// into a buffer from `buffers` (as [`ImageSeed`]).
+/// Deserialises an image message into a [`Received`]. A `sensor_msgs/Image` (transport
+/// `raw`): its pixels converted to gray straight into a free frame of `frames` when the message
+/// is valid and one fits, else copied into a buffer from `buffers` (as [`ImageSeed`]). A
+/// `sensor_msgs/CompressedImage` (transport `compressed`): decoded from the serialized bytes
+/// (no copy of the file is made) into a buffer from `buffers`, as a `mono8` image.
 #[derive(Debug, Clone)]
 pub struct ReceiveSeed {
     /// Where the buffer comes from, when the pixels do not go into a frame.
     pub buffers: PixelBuffers,
     /// The backend's input frames.
     pub frames: InputFrames,
+    /// The message type: `sensor_msgs/Image` or `sensor_msgs/CompressedImage`.
+    pub transport: ImageTransport,
 }
 
 /// An image message as the receive thread took it.
 #[derive(Debug)]
 pub struct Received {
-    /// The message; its `data` is empty when the pixels went into `gray`.
+    /// The message; its `data` is empty when the pixels went into `gray`. A compressed image
+    /// arrives here decoded, as a `mono8` image with the compressed message's header.
     pub image: Image,
     /// The gray frame, when the pixels went into one of the backend's input frames.
     pub gray: Option<GrayFrame>,
+    /// Why a compressed image could not be decoded (its `image` then has the header, the
+    /// format string as `encoding`, and no pixels).
+    pub undecodable: Option<CompressedError>,
 }
 
 /// A valid image converted to gray in one of the backend's input frames on receipt.
@@ -97,6 +110,15 @@ impl<'de> DeserializeSeed<'de> for ImageSeed {
 impl<'de> DeserializeSeed<'de> for ReceiveSeed {
     type Value = Received;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Received, D::Error> {
+        if self.transport == ImageTransport::Compressed {
+            return deserializer.deserialize_struct(
+                "CompressedImage",
+                &["header", "format", "data"],
+                CompressedVisitor {
+                    buffers: self.buffers,
+                },
+            );
+        }
         deserializer.deserialize_struct(
             "Image",
             &FIELDS,
@@ -142,6 +164,7 @@ impl<'de> Visitor<'de> for ImageVisitor {
                     width,
                     height,
                     step,
+                    big_endian: is_bigendian != 0,
                 }),
             })?
             .ok_or_else(|| de::Error::invalid_length(6, &"a sensor_msgs/Image of 7 fields"))?;
@@ -160,7 +183,105 @@ impl<'de> Visitor<'de> for ImageVisitor {
                 data,
             },
             gray,
+            undecodable: None,
         })
+    }
+}
+
+/// A `sensor_msgs/CompressedImage`: its header and format string, then its bytes decoded as
+/// they are read ([`CompressedData`]).
+struct CompressedVisitor {
+    buffers: PixelBuffers,
+}
+
+impl<'de> Visitor<'de> for CompressedVisitor {
+    type Value = Received;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sensor_msgs/CompressedImage")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Received, A::Error> {
+        let missing =
+            |i| de::Error::invalid_length(i, &"a sensor_msgs/CompressedImage of 3 fields");
+        let header: Header = seq.next_element()?.ok_or_else(|| missing(0))?;
+        let format: String = seq.next_element()?.ok_or_else(|| missing(1))?;
+        let decoded = seq
+            .next_element_seed(CompressedData {
+                format: &format,
+                buffers: &self.buffers,
+            })?
+            .ok_or_else(|| missing(2))?;
+        Ok(match decoded {
+            Ok((width, height, data)) => Received {
+                image: Image {
+                    header,
+                    // Sizes within the core's limits (checked before decoding) fit a u32.
+                    height: height as u32,
+                    width: width as u32,
+                    encoding: "mono8".into(),
+                    is_bigendian: 0,
+                    step: width as u32,
+                    data,
+                },
+                gray: None,
+                undecodable: None,
+            },
+            Err(e) => Received {
+                image: Image {
+                    header,
+                    encoding: format,
+                    ..Image::default()
+                },
+                gray: None,
+                undecodable: Some(e),
+            },
+        })
+    }
+}
+
+/// The `data` of a compressed image, decoded to gray into a buffer from `buffers` (given back
+/// when decoding fails). A decoding failure is the value, not a deserialisation error: the
+/// message was read whole, its contents are what is wrong.
+struct CompressedData<'a> {
+    format: &'a str,
+    buffers: &'a PixelBuffers,
+}
+
+type Decoded = Result<(usize, usize, Vec<u8>), CompressedError>;
+
+impl CompressedData<'_> {
+    fn decode(&self, bytes: &[u8]) -> Decoded {
+        let mut buf = self.buffers.take();
+        match compressed::decode_gray(self.format, bytes, &mut buf) {
+            Ok((width, height)) => Ok((width, height, buf)),
+            Err(e) => {
+                self.buffers.give(buf);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for CompressedData<'_> {
+    type Value = Decoded;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Decoded, D::Error> {
+        deserializer.deserialize_bytes(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CompressedData<'_> {
+    type Value = Decoded;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the bytes of a compressed image")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Decoded, E> {
+        Ok(self.decode(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
+        let mut bytes = Vec::new();
+        while let Some(b) = seq.next_element::<u8>()? {
+            bytes.push(b);
+        }
+        Ok(self.decode(&bytes))
     }
 }
 
@@ -179,6 +300,7 @@ struct FrameTarget<'a> {
     width: u32,
     height: u32,
     step: u32,
+    big_endian: bool,
 }
 
 impl FrameTarget<'_> {
@@ -191,6 +313,7 @@ impl FrameTarget<'_> {
             self.width,
             self.height,
             self.step,
+            self.big_endian,
             bytes.len(),
         )
         .ok()?;
@@ -376,6 +499,7 @@ mod tests {
         let seed = ReceiveSeed {
             buffers: PixelBuffers::default(),
             frames: InputFrames::default(),
+            transport: ImageTransport::Raw,
         };
         seed.frames
             .refill(64 * 48, |n| Ok(Some(Box::new(Heap(vec![0xaa; n])))))
@@ -420,6 +544,7 @@ mod tests {
         let seed = ReceiveSeed {
             buffers: PixelBuffers::default(),
             frames: InputFrames::default(),
+            transport: ImageTransport::Raw,
         };
         let img = image(8, 6, "mono8", "cam");
         let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&img).unwrap();
@@ -441,7 +566,7 @@ mod tests {
         short.data.pop();
         bad.push(short);
         let mut unknown = img.clone();
-        unknown.encoding = "yuv422".into();
+        unknown.encoding = "yuv420".into();
         bad.push(unknown);
         let mut narrow = img.clone();
         narrow.step = 7;
@@ -464,5 +589,142 @@ mod tests {
         }
         assert_eq!(seed.frames.available(), InputFrames::FRAMES);
         assert!(received(&bytes, &seed).unwrap().gray.is_some());
+    }
+
+    fn compressed_bytes(format: &str, data: Vec<u8>) -> Vec<u8> {
+        let msg = crate::compressed::CompressedImage {
+            header: Header {
+                stamp: Time::new(3, 4),
+                frame_id: "cam".into(),
+            },
+            format: format.into(),
+            data,
+        };
+        cdr_encoding::to_vec::<_, LittleEndian>(&msg).unwrap()
+    }
+
+    #[test]
+    fn compressed_images_are_decoded_on_receipt_into_reused_buffers() {
+        let seed = ReceiveSeed {
+            buffers: PixelBuffers::default(),
+            frames: InputFrames::default(),
+            transport: ImageTransport::Compressed,
+        };
+        let gray = image::GrayImage::from_fn(21, 13, |x, y| image::Luma([(x * 11 + y * 3) as u8]));
+        let mut png = Vec::new();
+        image::DynamicImage::ImageLuma8(gray.clone())
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        let bytes = compressed_bytes("mono8; png compressed mono8", png);
+        let got = received(&bytes, &seed).unwrap();
+        assert!(got.undecodable.is_none() && got.gray.is_none());
+        assert_eq!(
+            got.image,
+            Image {
+                header: Header {
+                    stamp: Time::new(3, 4),
+                    frame_id: "cam".into(),
+                },
+                height: 13,
+                width: 21,
+                encoding: "mono8".into(),
+                is_bigendian: 0,
+                step: 21,
+                data: gray.into_raw(),
+            }
+        );
+        assert!(convert::validate(&got.image).is_ok());
+        // The buffer given back is decoded into next time.
+        let ptr = got.image.data.as_ptr();
+        seed.buffers.give(got.image.data);
+        assert_eq!(received(&bytes, &seed).unwrap().image.data.as_ptr(), ptr);
+        // A corrupt file and an unknown format: read, not decoded, the buffer kept for later.
+        for (format, data, kind) in [
+            ("jpeg", b"\xff\xd8\xff garbage".to_vec(), "decode"),
+            ("bgr8; webp compressed bgr8", vec![1, 2, 3], "format"),
+        ] {
+            let got = received(&compressed_bytes(format, data), &seed).unwrap();
+            let e = got.undecodable.expect("undecodable");
+            assert_eq!(e.kind().0, kind, "{e}");
+            assert_eq!(got.image.encoding, format);
+            assert!(got.image.data.is_empty() && got.gray.is_none());
+        }
+        // A truncated message is a deserialisation error, as for raw images.
+        for len in 0..bytes.len() {
+            assert!(received(&bytes[..len], &seed).is_err(), "prefix of {len}");
+        }
+    }
+
+    #[test]
+    fn camera_encodings_go_into_a_free_frame_with_their_byte_order() {
+        let seed = ReceiveSeed {
+            buffers: PixelBuffers::default(),
+            frames: InputFrames::default(),
+            transport: ImageTransport::Raw,
+        };
+        seed.frames
+            .refill(64 * 48, |n| Ok(Some(Box::new(Heap(vec![0xaa; n])))))
+            .unwrap();
+        // Odd widths and padded rows; mono16 in both byte orders (the field before `step`
+        // decides how the pixels are read).
+        let cases = [
+            ("mono16", 7u32, 5u32, 17u32, 5 * 17, 1u8),
+            ("mono16", 7, 5, 14, 5 * 14, 0),
+            ("yuyv", 9, 4, 20, 4 * 20, 0),
+            ("uyvy", 9, 4, 18, 4 * 18, 0),
+            ("nv12", 9, 6, 11, 6 * 11 * 3 / 2, 0),
+            ("nv21", 8, 4, 8, 4 * 8 * 3 / 2, 0),
+            ("bayer_gbrg8", 11, 7, 13, 7 * 13, 0),
+        ];
+        for (encoding, width, height, step, len, is_bigendian) in cases {
+            let img = Image {
+                header: Header {
+                    stamp: Time::new(1, 2),
+                    frame_id: "cam".into(),
+                },
+                height,
+                width,
+                encoding: encoding.into(),
+                is_bigendian,
+                step,
+                data: (0..len).map(|i| (i * 29 % 253) as u8).collect(),
+            };
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(&img).unwrap();
+            let got = received(&bytes, &seed).unwrap();
+            let layout = convert::validate(&img).unwrap();
+            assert_eq!(layout.big_endian, is_bigendian == 1);
+            let mut want = Vec::new();
+            convert::to_gray(&img.data, &layout, &mut want);
+            let mut gray = got.gray.expect("a frame was free");
+            assert_eq!(gray.layout, layout, "{encoding}");
+            let n = layout.width * layout.height;
+            let frame = gray.frame.frame().unwrap();
+            assert_eq!(&frame.pixels_mut().unwrap()[..n], &want[..], "{encoding}");
+        }
+        // The byte order matters: the same bytes read little-endian give other pixels.
+        let big = Image {
+            height: 1,
+            width: 2,
+            encoding: "mono16".into(),
+            is_bigendian: 1,
+            step: 4,
+            data: vec![0x12, 0x00, 0xff, 0x00],
+            ..Image::default()
+        };
+        let little = Image {
+            is_bigendian: 0,
+            ..big.clone()
+        };
+        let gray_of = |img: &Image| {
+            let bytes = cdr_encoding::to_vec::<Image, LittleEndian>(img).unwrap();
+            let mut got = received(&bytes, &seed)
+                .unwrap()
+                .gray
+                .expect("a frame was free");
+            got.frame.frame().unwrap().pixels_mut().unwrap()[..2].to_vec()
+        };
+        // 0x1200 = 4608 -> 18, 0xff00 = 65280 -> 254; 0x0012 = 18 -> 0, 0x00ff = 255 -> 1.
+        assert_eq!(gray_of(&big), vec![18, 254]);
+        assert_eq!(gray_of(&little), vec![0, 1]);
     }
 }

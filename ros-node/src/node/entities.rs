@@ -109,12 +109,15 @@ pub(super) fn create(
     node_name: &NodeName,
     config: &NodeConfig,
 ) -> Result<Entities, NodeError> {
-    let image_resolved = resolve_topic("image", &config.namespace, &config.remaps);
+    let transport = config.image_transport;
+    let image_resolved =
+        transport.topic(&resolve_topic("image", &config.namespace, &config.remaps));
     let depth = config.image_qos_depth.max(1);
     let topic = image_topic(
         context,
         node_name,
         &topic_name(&image_resolved)?,
+        transport.message_type(),
         &image_qos(config),
         depth,
     )?;
@@ -164,6 +167,7 @@ fn image_topic(
     context: &Context,
     node_name: &NodeName,
     name: &Name,
+    message_type: ros2_client::MessageTypeName,
     qos: &QosProfile,
     depth: usize,
 ) -> Result<ros2_client::dds::rustdds::Topic, NodeError> {
@@ -180,7 +184,7 @@ fn image_topic(
         .domain_participant()
         .create_topic(
             name.to_dds_name("rt", node_name, ""),
-            msg::image_type().dds_msg_type(),
+            message_type.dds_msg_type(),
             &policies,
             TopicKind::NoKey,
         )
@@ -270,10 +274,11 @@ pub(super) fn start_up_lines(
     };
     [
         format!(
-            "{fqn}: domain {}, {}; image <- {} (sensor_msgs/Image, {}, keep last {depth})",
+            "{fqn}: domain {}, {}; image <- {} ({}, {}, keep last {depth})",
             config.domain_id,
             config.discovery,
             names.image,
+            config.image_transport.message_name(),
             config.image_reliability.name(),
         ),
         format!(

@@ -44,6 +44,7 @@ use std::time::Duration;
 use ros2_client::ros2::LogLevel;
 use ros2_client::{Node, NodeLoggingHandle, NodeName, Subscription, rosout};
 
+pub use crate::compressed::ImageTransport;
 use crate::discovery::Discovery;
 use crate::frames::InputFrames;
 use crate::logging::LogLevels;
@@ -130,6 +131,9 @@ pub struct NodeConfig {
     pub image_qos_depth: usize,
     /// Reliability of the image subscription.
     pub image_reliability: TopicReliability,
+    /// image_transport's transport of the image subscription: `sensor_msgs/Image` on the image
+    /// topic, or `sensor_msgs/CompressedImage` on `<image>/compressed`.
+    pub image_transport: ImageTransport,
     /// Reliability of the `keypoints`, `matches` and `debug_image` publishers (keep last 5
     /// either way).
     pub output_reliability: TopicReliability,
@@ -168,6 +172,7 @@ impl Default for NodeConfig {
             domain_id: 0,
             image_qos_depth: 2,
             image_reliability: TopicReliability::BestEffort,
+            image_transport: ImageTransport::Raw,
             output_reliability: TopicReliability::Reliable,
             output_buffers_bytes: BufferPool::DEFAULT_MAX_BYTES,
             socket_receive_buffer: DEFAULT_SOCKET_RECEIVE_BUFFER,
@@ -387,9 +392,10 @@ fn spawn_threads(
     log: Logger,
 ) -> Result<(JoinHandle<()>, JoinHandle<()>), NodeError> {
     let (r_shared, r_log) = (Arc::clone(shared), Logger::new(node, config));
+    let transport = config.image_transport;
     let receiver = std::thread::Builder::new()
         .name("surfcl-receive".into())
-        .spawn(move || receive::receive_loop(&r_shared, &subscription, &r_log))?;
+        .spawn(move || receive::receive_loop(&r_shared, &subscription, transport, &r_log))?;
     let w_shared = Arc::clone(shared);
     let worker = std::thread::Builder::new()
         .name("surfcl-process".into())

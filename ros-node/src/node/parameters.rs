@@ -13,10 +13,14 @@ use crate::params::{self, Range};
 use crate::processor::ProcessorFactory;
 
 /// The start-up parameters with the values the node runs with (declared read-only).
-fn start_up_values(config: &NodeConfig) -> [(&'static str, ParameterValue); 4] {
+fn start_up_values(config: &NodeConfig) -> [(&'static str, ParameterValue); 5] {
     let mb = i64::try_from(config.output_buffers_bytes >> 20).unwrap_or(i64::MAX);
     let depth = i64::try_from(config.image_qos_depth).unwrap_or(i64::MAX);
     [
+        (
+            "image_transport",
+            ParameterValue::String(config.image_transport.name().into()),
+        ),
         (
             "image_reliability",
             ParameterValue::String(config.image_reliability.name().into()),

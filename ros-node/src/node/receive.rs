@@ -13,7 +13,8 @@ use serde::de::{DeserializeSeed, Deserializer};
 use smol::stream::StreamExt;
 
 use super::{Logger, Shared, lock};
-use crate::convert::{self, Layout};
+use crate::compressed::{Codec, ImageTransport};
+use crate::convert::{self, DropKind, Layout, LoggedKinds};
 use crate::frames::PooledFrame;
 use crate::msg::Image;
 use crate::pixels::{PixelBuffers, ReceiveSeed, Received};
@@ -135,17 +136,33 @@ impl LossLog {
     }
 }
 
+/// The kinds of dropped messages logged so far: the first message of each kind is logged, the
+/// rest counted (`messages_malformed`), since a misconfigured camera repeats its fault with
+/// every frame.
+#[derive(Default)]
+struct DropLog {
+    images: LoggedKinds<DropKind>,
+    compressed: LoggedKinds<(&'static str, Option<Codec>)>,
+}
+
 /// The receive thread: takes image messages as they come (deserialisation timed), counts
 /// sequence gaps, validates and hands frames to the slot. It never waits for processing.
-pub(super) fn receive_loop(shared: &Shared, subscription: &Subscription<Received>, log: &Logger) {
+pub(super) fn receive_loop(
+    shared: &Shared,
+    subscription: &Subscription<Received>,
+    transport: ImageTransport,
+    log: &Logger,
+) {
     let nanos = Arc::new(AtomicU64::new(0));
     let stream = subscription.async_stream_seed(TimedImage {
         nanos: Arc::clone(&nanos),
         seed: ReceiveSeed {
             buffers: shared.pixels.clone(),
             frames: shared.frames.clone(),
+            transport,
         },
     });
+    let mut drops = DropLog::default();
     let mut stream = std::pin::pin!(stream);
     let mut losses = LossLog {
         gaps: GapCounter::default(),
@@ -169,7 +186,7 @@ pub(super) fn receive_loop(shared: &Shared, subscription: &Subscription<Received
                         arrival.receive_convert_ms = gray.convert_ms;
                     }
                     losses.note(shared, log, &info, &received.image);
-                    accept_image(shared, log, received, arrival);
+                    accept_image(shared, log, &mut drops, received, arrival);
                 }
                 Some(Some(Err(e))) => {
                     lock(&shared.stats).malformed += 1;
@@ -197,12 +214,36 @@ fn arrival_of(info: &MessageInfo, deserialise_ns: u64) -> Arrival {
     }
 }
 
-fn accept_image(shared: &Shared, log: &Logger, received: Received, arrival: Arrival) {
-    let Received { image, gray } = received;
+fn accept_image(
+    shared: &Shared,
+    log: &Logger,
+    drops: &mut DropLog,
+    received: Received,
+    arrival: Arrival,
+) {
+    let Received {
+        image,
+        gray,
+        undecodable,
+    } = received;
     {
         let mut s = lock(&shared.stats);
         s.received += 1;
         s.received_into_frames += u64::from(gray.is_some());
+    }
+    if let Some(e) = undecodable {
+        lock(&shared.stats).malformed += 1;
+        if drops.compressed.first(e.kind()) {
+            log.log(
+                LogLevel::Warn,
+                &format!(
+                    "dropping compressed image (frame {:?}): {e} (further ones of this kind are \
+                     counted in messages_malformed, not logged)",
+                    image.header.frame_id
+                ),
+            );
+        }
+        return;
     }
     // A frame converted on receipt was validated by the same check, from the same fields,
     // before its pixels went into the input frame (its message has no `data` left to check).
@@ -229,10 +270,16 @@ fn accept_image(shared: &Shared, log: &Logger, received: Received, arrival: Arri
         }
         Err(e) => {
             lock(&shared.stats).malformed += 1;
-            log.log(
-                LogLevel::Warn,
-                &format!("dropping image (frame {:?}): {e}", image.header.frame_id),
-            );
+            if drops.images.first(e.kind()) {
+                log.log(
+                    LogLevel::Warn,
+                    &format!(
+                        "dropping image (frame {:?}): {e} (further ones of this kind are \
+                         counted in messages_malformed, not logged)",
+                        image.header.frame_id
+                    ),
+                );
+            }
         }
     }
 }
