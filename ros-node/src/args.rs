@@ -592,7 +592,7 @@ mod tests {
                 ImageTransport::Raw,
             ),
         ] {
-            let Parsed::Run(c) = parse(&args(argv), None) else {
+            let Parsed::Run(c) = parse(&args(argv), &RosEnv::default()) else {
                 panic!("{argv} did not parse")
             };
             assert_eq!(c.image_transport, transport, "{argv}");
@@ -602,7 +602,7 @@ mod tests {
             "n --ros-args -p image_transport:=jpeg --",
         ] {
             assert!(
-                matches!(parse(&args(bad), None), Parsed::Exit { code: 2, .. }),
+                matches!(parse(&args(bad), &RosEnv::default()), Parsed::Exit { code: 2, .. }),
                 "{bad}"
             );
         }
