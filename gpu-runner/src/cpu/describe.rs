@@ -105,8 +105,9 @@ pub(super) struct SpatialOrder {
 /// in the frame's order.
 ///
 /// Strongest-first order jumps around the image: on a frame whose integral image is larger than
-/// a core's cache, describing in that order waits for memory much of the time. Each keypoint's orientation and descriptor depend only on the integral image and the
-/// keypoint, so the result is identical to one call in the frame's order.
+/// a core's cache, describing in that order waits for memory much of the time. Each keypoint's
+/// orientation and descriptor depend only on the integral image and the keypoint, so the result
+/// is identical to one call in the frame's order.
 ///
 /// The descriptors replace `out`'s in the frame's order, each written once and on the threads
 /// (at 1920x1080 they are a megabyte and a half: zeroing them first, or copying them on one
