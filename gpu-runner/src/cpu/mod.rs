@@ -26,12 +26,14 @@ mod simd;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use surfcl_core::describe::to_q7;
 use surfcl_core::haar_map::HaarCell;
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest};
 use surfcl_core::{
-    DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink, harris, surf,
+    Descriptor, DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink,
+    harris, surf,
 };
 
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
@@ -171,6 +173,19 @@ impl CpuBackend {
     /// The number of threads the backend works on (1 without a pool).
     fn threads(&self) -> usize {
         thread_count(self.pool.as_deref())
+    }
+}
+
+/// `descriptors` quantised to Q7 into `out` (replacing its contents), on `pool`'s threads.
+fn quantise(
+    descriptors: &[Descriptor],
+    out: &mut Vec<DescriptorQ7>,
+    pool: Option<&rayon::ThreadPool>,
+) {
+    out.clear();
+    match pool {
+        Some(pool) => pool.install(|| out.par_extend(descriptors.par_iter().map(to_q7))),
+        None => out.extend(descriptors.iter().map(to_q7)),
     }
 }
 
@@ -358,10 +373,9 @@ impl Backend for CpuBackend {
                 )
             }
             DescriptorKind::Q7 => {
-                self.query_q7.clear();
-                self.query_q7.extend(query.descriptors.iter().map(to_q7));
-                self.train_q7.clear();
-                self.train_q7.extend(train.descriptors.iter().map(to_q7));
+                let pool = self.pool.as_deref();
+                quantise(&query.descriptors, &mut self.query_q7, pool);
+                quantise(&train.descriptors, &mut self.train_q7, pool);
                 let sides = Sides {
                     query_kps: &query.keypoints,
                     query_desc: &self.query_q7,
