@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use surfcl_core::haar_map::{HaarCell, HaarMap};
 use surfcl_core::{Descriptor, IntegralImage, Keypoint};
 
-use super::ensure_len;
 use super::simd::Kernels;
+use super::support::ensure_len;
 use crate::error::Error;
 
 /// Keypoints described per task: small enough that work stealing evens out keypoints of

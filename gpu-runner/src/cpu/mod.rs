@@ -22,6 +22,7 @@ mod describe;
 mod detect;
 mod matching;
 mod simd;
+mod support;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,6 +43,7 @@ use describe::{SpatialOrder, describe_parallel, haar_maps};
 use detect::{DetectBuffers, detect_surf};
 use matching::{Sides, parallel_match};
 use simd::Kernels;
+use support::{ensure_len, thread_count};
 
 /// The CPU reference backend.
 #[derive(Debug, Default)]
@@ -186,13 +188,6 @@ fn quantise(
     match pool {
         Some(pool) => pool.install(|| out.par_extend(descriptors.par_iter().map(to_q7))),
         None => out.extend(descriptors.iter().map(to_q7)),
-    }
-}
-
-/// Grows `v` to at least `len` elements (never shrinks, so buffers are reused across frames).
-fn ensure_len<T: Clone + Default>(v: &mut Vec<T>, len: usize) {
-    if v.len() < len {
-        v.resize(len, T::default());
     }
 }
 
@@ -393,11 +388,6 @@ impl Backend for CpuBackend {
             }
         }
     }
-}
-
-/// The threads work runs on: `pool`'s, or the calling thread alone.
-fn thread_count(pool: Option<&rayon::ThreadPool>) -> usize {
-    pool.map_or(1, rayon::ThreadPool::current_num_threads)
 }
 
 #[cfg(test)]
