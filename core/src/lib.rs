@@ -1,7 +1,8 @@
 //! # surfcl-core
 //!
-//! The CPU reference of surfcl: SURF (Bay et al. 2006/2008, as in OpenSURF) and Harris interest points, SURF-64 descriptors, brute-force 2-NN matching and
-//! homography-based evaluation, in `no_std` Rust with no allocator.
+//! The CPU reference of surfcl: SURF (Bay et al. 2006/2008, as in OpenSURF) and Harris interest
+//! points, SURF-64 descriptors, brute-force 2-NN matching and homography-based evaluation, in
+//! `no_std` Rust with no allocator.
 //!
 //! ## Layers
 //! - [`image`]: a checked, borrowed 8-bit grayscale image and the size limits.

@@ -1,6 +1,6 @@
 //! The CPU backend runs its Hessian fill, description and Q7 matching loops with AVX2 where the
-//! CPU has it (`gpu-runner/src/cpu/simd.rs`, chosen once per backend), the f32 matcher its distance kernel; the core, called
-//! directly, is the portable build. The two must agree bit for bit: same keypoints,
+//! CPU has it (`gpu-runner/src/cpu/simd.rs`, chosen once per backend), the f32 matcher its
+//! distance kernel; the core, called directly, is the portable build. The two must agree bit for bit: same keypoints,
 //! orientations, descriptors and matches. On a CPU without
 //! AVX2 (or off x86-64) both sides are portable and the test still checks the backend against
 //! the core.

@@ -255,7 +255,7 @@ fn fill_row(top: &[u32], mid: &[u32], bottom: &[u32], half: usize, out: &mut [Ha
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::describe::{haar_x, haar_y};
+    use crate::haar::{haar_x, haar_y};
     use crate::image::GrayImage;
     use crate::integral::integral_len;
 

@@ -1,5 +1,6 @@
-//! The fixed-point arithmetic of the detector ([`FixedPoint`](super::FixedPoint)): Hessian responses in Q29 from
-//! the exact integer determinant, and the NMS decision and Newton step in integers.
+//! The fixed-point arithmetic of the detector ([`FixedPoint`](super::FixedPoint)): Hessian
+//! responses in Q29 from the exact integer determinant, and the NMS decision and Newton step in
+//! integers.
 //!
 //! - Response: `det = 100 Dxx Dyy - 81 Dxy^2` is exact (`i64`); the response
 //!   `det / (100 L^4 255^2)` is formed as `((det >> pre) * mult) >> post` with per-filter

@@ -407,9 +407,10 @@ const SPANS: usize = 5;
 /// The span of each box of [`Filter::rects_of`].
 const SPAN_OF_BOX: [usize; 8] = [0, 0, 1, 2, 3, 4, 3, 4];
 
-/// Words of the `columns` scratch of [`OctaveFill::fill_rows`](super::OctaveFill::fill_rows) for an image `width` pixels wide: rows of the integral table's width, five for the column
-/// sums, four for a grid row's responses per interval before they are interleaved, eight for
-/// its box sums.
+/// Words of the `columns` scratch of [`OctaveFill::fill_rows`](super::OctaveFill::fill_rows) for
+/// an image `width` pixels wide: rows of the integral table's width, five for the column sums,
+/// four for a grid row's responses per interval before they are interleaved, eight for its box
+/// sums.
 pub const fn column_scratch_len(width: usize) -> usize {
     (SPANS + INTERVALS as usize + BOXES) * (width + 1)
 }

@@ -2,14 +2,151 @@
 //! bands of rows; the keypoints described from the top of the image down, in small runs that
 //! work stealing spreads over the threads; the descriptors put back in the frame's order.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use surfcl_core::haar_map::{HaarCell, HaarMap};
 use surfcl_core::{Descriptor, IntegralImage, Keypoint};
 
-use super::ensure_len;
 use super::simd::Kernels;
+use super::support::{ensure_len, ms_since};
+use crate::backend::StageTiming;
 use crate::error::Error;
+
+/// Whether the CPU backend describes upright keypoints from Haar maps (`surfcl_core::haar_map`:
+/// the Haar pair of every pixel for the wavelet sizes many keypoints share, computed first).
+/// The descriptors are the same bits either way; only the time differs, and which way is faster
+/// depends on the CPU and the frame size (docs/BENCHMARKS.md has the figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HaarMapPolicy {
+    /// Time both on the first frames of each size (alternating, [`MAP_TRIALS`] frames) and then
+    /// keep the faster. The default.
+    #[default]
+    Timed,
+    /// Maps whenever enough keypoints share a wavelet size.
+    Always,
+    /// Never: every sample from the integral table.
+    Never,
+}
+
+/// Frames of one size that [`HaarMapPolicy::Timed`] times before it decides: every other one
+/// with maps.
+pub const MAP_TRIALS: u32 = 4;
+
+/// [`HaarMapPolicy::Timed`]'s measurements for the current frame size.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct MapTrials {
+    size: (usize, usize),
+    trials: u32,
+    /// Best time per keypoint (maps and description) with and without maps, ns.
+    with_maps: Option<f64>,
+    without_maps: Option<f64>,
+}
+
+impl MapTrials {
+    /// Whether this frame (of `size`) should use maps; starts over when the size changes.
+    fn use_maps(&mut self, size: (usize, usize)) -> bool {
+        if self.size != size {
+            *self = Self {
+                size,
+                ..Self::default()
+            };
+        }
+        match (self.with_maps, self.without_maps) {
+            (Some(with), Some(without)) if self.trials >= MAP_TRIALS => with <= without,
+            _ => self.trials.is_multiple_of(2),
+        }
+    }
+
+    /// Records a trial frame's time per keypoint (no effect once decided).
+    fn record(&mut self, used_maps: bool, ns_per_keypoint: f64) {
+        if self.trials >= MAP_TRIALS || !ns_per_keypoint.is_finite() {
+            return;
+        }
+        self.trials += 1;
+        let best = if used_maps {
+            &mut self.with_maps
+        } else {
+            &mut self.without_maps
+        };
+        *best = Some(best.map_or(ns_per_keypoint, |b| b.min(ns_per_keypoint)));
+    }
+}
+
+/// The description stage of a frame: the Haar maps its policy asks for, then orientation (unless
+/// upright) and description, timed into the frame's stages.
+pub(super) struct DescribeStage<'a> {
+    pub pool: Option<&'a rayon::ThreadPool>,
+    pub kernels: &'a Kernels,
+    pub policy: HaarMapPolicy,
+    pub trials: &'a mut MapTrials,
+    pub haar_cells: &'a mut Vec<Vec<HaarCell>>,
+    pub spatial: &'a mut SpatialOrder,
+}
+
+impl DescribeStage<'_> {
+    /// Describes `keypoints` (orientations assigned unless `upright`) into `descriptors`, and
+    /// adds the stage timings to `timings`.
+    pub(super) fn run(
+        self,
+        ii: &IntegralImage<'_>,
+        upright: bool,
+        keypoints: &mut [Keypoint],
+        descriptors: &mut Vec<Descriptor>,
+        timings: &mut Vec<StageTiming>,
+    ) -> Result<(), Error> {
+        // Upright only: an oriented keypoint's description reads the table values its
+        // orientation has just brought into the cache, so maps gain little there or lose
+        // (docs/BENCHMARKS.md).
+        let mut maps = Vec::new();
+        let describe_start = Instant::now();
+        let use_maps = upright
+            && match self.policy {
+                HaarMapPolicy::Always => true,
+                HaarMapPolicy::Never => false,
+                HaarMapPolicy::Timed => self.trials.use_maps((ii.width(), ii.height())),
+            };
+        if use_maps {
+            let start = Instant::now();
+            maps = haar_maps(ii, keypoints, self.pool, self.kernels, self.haar_cells)?;
+            if !maps.is_empty() {
+                timings.push(StageTiming {
+                    name: "haar maps".into(),
+                    ms: ms_since(start),
+                });
+            }
+        }
+
+        let start = Instant::now();
+        describe_parallel(
+            ii,
+            keypoints,
+            upright,
+            &maps,
+            self.pool,
+            self.kernels,
+            self.spatial,
+            descriptors,
+        )?;
+        // A trial counts only where maps were worth making at all (enough keypoints share a
+        // wavelet size) or were not asked for: otherwise both ways are the same work.
+        if upright && self.policy == HaarMapPolicy::Timed && (!use_maps || !maps.is_empty()) {
+            let ns = describe_start.elapsed().as_secs_f64() * 1e9 / keypoints.len().max(1) as f64;
+            self.trials.record(use_maps, ns);
+        }
+        timings.push(StageTiming {
+            name: if upright {
+                "describe"
+            } else {
+                "orient+describe"
+            }
+            .into(),
+            ms: ms_since(start),
+        });
+        Ok(())
+    }
+}
 
 /// Keypoints described per task: small enough that work stealing evens out keypoints of
 /// different scales, large enough that a task costs far more than handing it out.
@@ -105,8 +242,9 @@ pub(super) struct SpatialOrder {
 /// in the frame's order.
 ///
 /// Strongest-first order jumps around the image: on a frame whose integral image is larger than
-/// a core's cache, describing in that order waits for memory much of the time. Each keypoint's orientation and descriptor depend only on the integral image and the
-/// keypoint, so the result is identical to one call in the frame's order.
+/// a core's cache, describing in that order waits for memory much of the time. Each keypoint's
+/// orientation and descriptor depend only on the integral image and the keypoint, so the result
+/// is identical to one call in the frame's order.
 ///
 /// The descriptors replace `out`'s in the frame's order, each written once and on the threads
 /// (at 1920x1080 they are a megabyte and a half: zeroing them first, or copying them on one

@@ -16,8 +16,8 @@ use surfcl_core::surf::{
 };
 use surfcl_core::{Keypoint, KeypointSink};
 
-use super::ensure_len;
 use super::simd::Kernels;
+use super::support::ensure_len;
 
 /// Grid rows filled before they are scanned: a band of 1920x1080's octave 0 is 240 KB of maps,
 /// which stays in a core's cache until the band is scanned.

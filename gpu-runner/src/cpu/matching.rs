@@ -10,7 +10,7 @@ use surfcl_core::matcher::{
 };
 
 use super::simd::RangeMatcher;
-use super::{ensure_len, thread_count};
+use super::support::{ensure_len, thread_count};
 use crate::error::Error;
 
 /// Below this many queries per thread, splitting costs more than it saves.

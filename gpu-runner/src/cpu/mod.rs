@@ -22,24 +22,29 @@ mod describe;
 mod detect;
 mod matching;
 mod simd;
+mod support;
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use surfcl_core::describe::to_q7;
 use surfcl_core::haar_map::HaarCell;
 use surfcl_core::integral::integral_len;
 use surfcl_core::matcher::{Match, MatchConfig, TrainBest};
 use surfcl_core::{
-    DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink, harris, surf,
+    Descriptor, DescriptorQ7, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink,
+    harris, surf,
 };
 
 use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 use crate::error::Error;
-use describe::{SpatialOrder, describe_parallel, haar_maps};
+use describe::{DescribeStage, MapTrials, SpatialOrder};
+pub use describe::{HaarMapPolicy, MAP_TRIALS};
 use detect::{DetectBuffers, detect_surf};
 use matching::{Sides, parallel_match};
 use simd::Kernels;
+use support::{ensure_len, ms_since, thread_count};
 
 /// The CPU reference backend.
 #[derive(Debug, Default)]
@@ -66,66 +71,6 @@ pub struct CpuBackend {
     map_policy: HaarMapPolicy,
     /// The timings behind [`HaarMapPolicy::Timed`].
     map_trials: MapTrials,
-}
-
-/// Whether the CPU backend describes upright keypoints from Haar maps (`surfcl_core::haar_map`:
-/// the Haar pair of every pixel for the wavelet sizes many keypoints share, computed first).
-/// The descriptors are the same bits either way; only the time differs, and which way is faster
-/// depends on the CPU and the frame size (docs/BENCHMARKS.md has the figures).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum HaarMapPolicy {
-    /// Time both on the first frames of each size (alternating, [`MAP_TRIALS`] frames) and then
-    /// keep the faster. The default.
-    #[default]
-    Timed,
-    /// Maps whenever enough keypoints share a wavelet size.
-    Always,
-    /// Never: every sample from the integral table.
-    Never,
-}
-
-/// Frames of one size that [`HaarMapPolicy::Timed`] times before it decides: every other one
-/// with maps.
-pub const MAP_TRIALS: u32 = 4;
-
-/// [`HaarMapPolicy::Timed`]'s measurements for the current frame size.
-#[derive(Debug, Clone, Copy, Default)]
-struct MapTrials {
-    size: (usize, usize),
-    trials: u32,
-    /// Best time per keypoint (maps and description) with and without maps, ns.
-    with_maps: Option<f64>,
-    without_maps: Option<f64>,
-}
-
-impl MapTrials {
-    /// Whether this frame (of `size`) should use maps; starts over when the size changes.
-    fn use_maps(&mut self, size: (usize, usize)) -> bool {
-        if self.size != size {
-            *self = Self {
-                size,
-                ..Self::default()
-            };
-        }
-        match (self.with_maps, self.without_maps) {
-            (Some(with), Some(without)) if self.trials >= MAP_TRIALS => with <= without,
-            _ => self.trials.is_multiple_of(2),
-        }
-    }
-
-    /// Records a trial frame's time per keypoint (no effect once decided).
-    fn record(&mut self, used_maps: bool, ns_per_keypoint: f64) {
-        if self.trials >= MAP_TRIALS || !ns_per_keypoint.is_finite() {
-            return;
-        }
-        self.trials += 1;
-        let best = if used_maps {
-            &mut self.with_maps
-        } else {
-            &mut self.without_maps
-        };
-        *best = Some(best.map_or(ns_per_keypoint, |b| b.min(ns_per_keypoint)));
-    }
 }
 
 impl CpuBackend {
@@ -174,16 +119,17 @@ impl CpuBackend {
     }
 }
 
-/// Grows `v` to at least `len` elements (never shrinks, so buffers are reused across frames).
-fn ensure_len<T: Clone + Default>(v: &mut Vec<T>, len: usize) {
-    if v.len() < len {
-        v.resize(len, T::default());
+/// `descriptors` quantised to Q7 into `out` (replacing its contents), on `pool`'s threads.
+fn quantise(
+    descriptors: &[Descriptor],
+    out: &mut Vec<DescriptorQ7>,
+    pool: Option<&rayon::ThreadPool>,
+) {
+    out.clear();
+    match pool {
+        Some(pool) => pool.install(|| out.par_extend(descriptors.par_iter().map(to_q7))),
+        None => out.extend(descriptors.iter().map(to_q7)),
     }
-}
-
-/// Milliseconds since `start`.
-fn ms_since(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e3
 }
 
 impl Backend for CpuBackend {
@@ -275,56 +221,15 @@ impl Backend for CpuBackend {
             ms: ms_since(start),
         });
 
-        let pool = self.pool.as_deref();
-        // Upright only: an oriented keypoint's description reads the table values its
-        // orientation has just brought into the cache, so maps gain little there or lose
-        // (docs/BENCHMARKS.md).
-        let mut maps = Vec::new();
-        let describe_start = Instant::now();
-        let use_maps = upright
-            && match self.map_policy {
-                HaarMapPolicy::Always => true,
-                HaarMapPolicy::Never => false,
-                HaarMapPolicy::Timed => self.map_trials.use_maps((width, height)),
-            };
-        if use_maps {
-            let start = Instant::now();
-            maps = haar_maps(&ii, keypoints, pool, &self.kernels, &mut self.haar_cells)?;
-            if !maps.is_empty() {
-                timings.push(StageTiming {
-                    name: "haar maps".into(),
-                    ms: ms_since(start),
-                });
-            }
-        }
-
-        let start = Instant::now();
-        let descriptors = &mut out.descriptors;
-        describe_parallel(
-            &ii,
-            keypoints,
-            upright,
-            &maps,
-            pool,
-            &self.kernels,
-            &mut self.spatial,
-            descriptors,
-        )?;
-        // A trial counts only where maps were worth making at all (enough keypoints share a
-        // wavelet size) or were not asked for: otherwise both ways are the same work.
-        if upright && self.map_policy == HaarMapPolicy::Timed && (!use_maps || !maps.is_empty()) {
-            let ns = describe_start.elapsed().as_secs_f64() * 1e9 / keypoints.len().max(1) as f64;
-            self.map_trials.record(use_maps, ns);
-        }
-        timings.push(StageTiming {
-            name: if upright {
-                "describe"
-            } else {
-                "orient+describe"
-            }
-            .into(),
-            ms: ms_since(start),
-        });
+        let stage = DescribeStage {
+            pool: self.pool.as_deref(),
+            kernels: &self.kernels,
+            policy: self.map_policy,
+            trials: &mut self.map_trials,
+            haar_cells: &mut self.haar_cells,
+            spatial: &mut self.spatial,
+        };
+        stage.run(&ii, upright, keypoints, &mut out.descriptors, timings)?;
 
         out.width = width;
         out.height = height;
@@ -358,10 +263,9 @@ impl Backend for CpuBackend {
                 )
             }
             DescriptorKind::Q7 => {
-                self.query_q7.clear();
-                self.query_q7.extend(query.descriptors.iter().map(to_q7));
-                self.train_q7.clear();
-                self.train_q7.extend(train.descriptors.iter().map(to_q7));
+                let pool = self.pool.as_deref();
+                quantise(&query.descriptors, &mut self.query_q7, pool);
+                quantise(&train.descriptors, &mut self.train_q7, pool);
                 let sides = Sides {
                     query_kps: &query.keypoints,
                     query_desc: &self.query_q7,
@@ -379,11 +283,6 @@ impl Backend for CpuBackend {
             }
         }
     }
-}
-
-/// The threads work runs on: `pool`'s, or the calling thread alone.
-fn thread_count(pool: Option<&rayon::ThreadPool>) -> usize {
-    pool.map_or(1, rayon::ThreadPool::current_num_threads)
 }
 
 #[cfg(test)]
