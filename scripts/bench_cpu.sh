@@ -18,5 +18,5 @@ cargo bench -p surfcl-core --bench harris -- --noplot 2>&1 | grep -E "time:" -B1
 python3 scripts/peer_sift.py data/oxford-boat/img1.pgm 1 | tee "$out/sift.json"
 python3 scripts/peers_cpu.py $quick --json "$out/peers.json"
 # The whole CLI path (both cores) on the CPU and on PoCL.
-cargo build -q --release -p surfcl-gpu
+cargo build -q --release -p surfcl-cli
 target/release/surfcl bench --backend opencl --frames 5 --sizes 640x480,1920x1080 --json "$out/pocl.json" 2>&1 | tee "$out/pocl.txt"

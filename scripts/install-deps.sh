@@ -3,7 +3,8 @@
 # whatever is already there. Safe to run repeatedly.
 #   scripts/install-deps.sh          runtime: OpenCL (PoCL on the CPU) + headers + clinfo
 #   scripts/install-deps.sh --test   also the test tools: iproute2 (ip), unshare, the Cyclone DDS
-#                                    peer venv (ros-node/tests/peer/.venv)
+#                                    peer venv (ros-node/tests/peer/.venv), the numpy venv
+#                                    of the CLI's archive tests (cli/tests/numpy/.venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,4 +39,6 @@ fi
 if [ "${1:-}" = "--test" ]; then
     # The independent DDS peer of the ROS interop test (Eclipse Cyclone DDS from PyPI).
     ros-node/tests/peer/setup.sh >&2
+    # numpy, to load the CLI's --npz archives in cli/tests/formats.rs.
+    cli/tests/numpy/setup.sh >&2
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""OpenCV CPU peers of `surfcl bench --stream` (gpu-runner/src/cli/bench.rs, bench_stream).
+"""OpenCV CPU peers of `surfcl bench --stream` (cli/src/bench.rs, bench_stream).
 
 Frames are built as bench.rs builds them: the boat image resized to fill (w+16)x(h+16) and
 centre-cropped, then 16 crops w x h at offsets (dx, dy) = (k, 7k mod 16), k = 0..15, played in a

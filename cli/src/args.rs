@@ -205,7 +205,7 @@ impl std::str::FromStr for ImageSize {
 /// largest size take hours already.
 pub const MAX_BENCH_FRAMES: u64 = 100_000;
 
-/// The arguments of `surfcl bench` (run by `cli/bench.rs`).
+/// The arguments of `surfcl bench` (run by the `bench` module).
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Frame sizes to run, comma separated.

@@ -43,6 +43,8 @@ use surfcl_core::surf::{Precision, SurfConfig};
 use surfcl_core::{Descriptor, Keypoint};
 
 use super::{BenchArgs, ImageSize};
+use crate::report::json_f32;
+use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 #[cfg(feature = "opencl")]
 use surfcl_gpu::backend::DetectorKind;
@@ -257,11 +259,11 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
     let mut device_name = String::from("-");
     let mut gpu_available = use_gpu;
     say(&format!(
-        "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {:?}, upright {}, image {source_name}",
+        "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {}, upright {}, image {source_name}",
         args.frames,
         params.surf.threshold,
         params.surf.octaves,
-        params.surf.precision,
+        params.surf.precision.name(),
         params.surf.upright
     ))?;
     for size in &args.sizes {
@@ -348,13 +350,14 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         Vec::new()
     };
     let report = json!({
+        "format_version": crate::report::FORMAT_VERSION,
         "image": source_name,
         "params": crate::report::ParamsJson::new(&params, Some((&MatchConfig::default(), DescriptorKind::F32))),
         "device": device_name,
         "frames": args.frames,
-        "threshold": params.surf.threshold,
+        "threshold": json_f32::value(params.surf.threshold),
         "octaves": params.surf.octaves,
-        "precision": format!("{:?}", params.surf.precision),
+        "precision": params.surf.precision.name(),
         "upright": params.surf.upright,
         "max_keypoints": params.max_keypoints,
         "sizes": report_sizes,
@@ -600,9 +603,8 @@ fn bench_stream(
     let mut stream = StreamPipeline::open_detector(device, detector, MatchConfig::default())?;
     let profiled = surfcl_gpu::opencl::profiling();
     // Warm-up: at least 5 frames and 300 ms of streaming. A GPU that was idle raises its clocks
-    // over the first tens of milliseconds of work: timed from the 6th frame, the first run of a
-    // process on an idle H100 had a p99 of 5-7.5 ms against 2.2-2.3 ms for the runs after it
-    // (2026-11-25, docs/BENCHMARKS.md).
+    // over the first tens of milliseconds of work, and frames timed before that inflate the
+    // tail latencies of the first run of a process (docs/BENCHMARKS.md has the figures).
     const WARM_FRAMES: usize = 5;
     const WARM_TIME: Duration = Duration::from_millis(300);
     let sequence = (0..).map(|k| images[k % images.len()]);
@@ -719,12 +721,13 @@ fn bench_memory(
                 .map(|(what, b)| format!("{what} {:.2}", *b as f64 / (1024.0 * 1024.0)))
                 .collect();
             say(&format!(
-                "  {w}x{h} {precision:?}: {:.2} MiB ({})",
+                "  {w}x{h} {}: {:.2} MiB ({})",
+                precision.name(),
                 total as f64 / (1024.0 * 1024.0),
                 detail.join(", ")
             ))?;
             rows.push(json!({
-                "width": w, "height": h, "precision": format!("{precision:?}"),
+                "width": w, "height": h, "precision": precision.name(),
                 "device_bytes": total,
                 "buffers": parts.iter().map(|(what, b)| json!({"buffer": what, "bytes": b})).collect::<Vec<_>>(),
             }));

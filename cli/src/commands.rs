@@ -7,20 +7,24 @@ use clap::Args;
 
 use super::args::{DetectOptions, MatchOptions};
 use super::output::{Human, JsonOutput, OutputFile, WrittenFile, persist_all, stdout_line};
+use crate::npz;
+use surfcl_core::describe::to_q7;
 use surfcl_core::homography::correct_matches;
 use surfcl_gpu::backend::{DescriptorKind, Features};
 use surfcl_gpu::open_backend;
 
 use crate::draw::{self, MatchLine};
-use crate::io::{load_gray, load_homography};
-use crate::report::{DetectReport, KeypointJson, MatchReport, ParamsJson, matches_json, ratio};
+use crate::io::{STDIN_ARG, load_gray_or_stdin, load_homography};
+use crate::report::{
+    DetectReport, FORMAT_VERSION, KeypointJson, MatchReport, ParamsJson, matches_json, ratio,
+};
 use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 
 /// `surfcl detect`.
 #[derive(Debug, Clone, Args)]
 pub struct DetectArgs {
-    /// Input image (PNG, PGM/PPM or JPEG).
+    /// Input image (PNG, PGM/PPM or JPEG; `-`: read it from standard input).
     pub image: PathBuf,
     /// Detection options.
     #[command(flatten)]
@@ -28,6 +32,10 @@ pub struct DetectArgs {
     /// Write the keypoints and descriptors as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the keypoints (N x 6 float32), descriptors (N x 64 float32) and parameters as a
+    /// NumPy archive (`numpy.load`) to FILE (layout: docs/JSON.md).
+    #[arg(long, value_name = "FILE.npz")]
+    pub npz: Option<PathBuf>,
     /// Write the image with the keypoints drawn on it to FILE (.png, .jpg/.jpeg or .ppm; the
     /// extension picks the format).
     #[arg(long, value_name = "FILE.png")]
@@ -37,9 +45,9 @@ pub struct DetectArgs {
 /// `surfcl match`.
 #[derive(Debug, Clone, Args)]
 pub struct MatchArgs {
-    /// First (query) image.
+    /// First (query) image (`-`: standard input).
     pub image1: PathBuf,
-    /// Second (train) image.
+    /// Second (train) image (`-`: standard input, when the first is a file).
     pub image2: PathBuf,
     /// Detection options (the same for both images).
     #[command(flatten)]
@@ -54,6 +62,11 @@ pub struct MatchArgs {
     /// Write keypoints and matches as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the keypoints (N x 6 float32), descriptors (N x 64, float32 or int8 with
+    /// `--descriptor q7`), matches (M x 3 float32) and parameters as a NumPy archive
+    /// (`numpy.load`) to FILE (layout: docs/JSON.md).
+    #[arg(long, value_name = "FILE.npz")]
+    pub npz: Option<PathBuf>,
     /// Write both images side by side with the match lines to FILE (.png, .jpg/.jpeg or .ppm).
     /// At most 200 matches are drawn (evenly chosen, the same every run): see `--draw-all`.
     #[arg(long, value_name = "FILE.png")]
@@ -150,8 +163,9 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
     // Outputs are checked (and reserved) before any work.
     let json = JsonOutput::prepare(args.json.as_deref())?;
     let picture = DrawOutput::prepare(args.draw.as_deref())?;
+    let npz_out = args.npz.as_deref().map(OutputFile::prepare).transpose()?;
     let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
-    let gray = load_gray(&args.image)?;
+    let gray = load_gray_or_stdin(&args.image)?;
     // One frame: the cost of profiling does not matter, and the JSON reports the stages.
     surfcl_gpu::opencl::set_profiling(true);
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
@@ -175,6 +189,12 @@ pub(crate) fn detect(args: &DetectArgs) -> Result<ExitCode, Error> {
     if let Some(out) = picture {
         written.push(out.write(&draw::keypoint_picture(&gray, &features.keypoints))?);
     }
+    if let Some(out) = npz_out {
+        let mut archive = npz::with_params(out.path(), &ParamsJson::new(&params, None))?;
+        archive.keypoints("keypoints", &features.keypoints)?;
+        archive.descriptors("descriptors", &features.descriptors)?;
+        written.push(out.write(&archive.finish()?)?);
+    }
     if let Some(out) = json {
         let report = DetectReport::new(&features, &params, backend.name(), &backend.device());
         written.extend(out.write(&report, false)?);
@@ -188,12 +208,18 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
     let descriptor = args.matching.descriptor_kind();
     let params = args.detect.params(descriptor)?;
     let config = args.matching.config()?;
+    if args.image1.as_os_str() == STDIN_ARG && args.image2.as_os_str() == STDIN_ARG {
+        return Err(Error::InvalidArgument(
+            "only one of the two images can come from standard input (-)".into(),
+        ));
+    }
     let json = JsonOutput::prepare(args.json.as_deref())?;
     let picture = DrawOutput::prepare(args.draw.as_deref())?;
+    let npz_out = args.npz.as_deref().map(OutputFile::prepare).transpose()?;
     let human = Human::new(JsonOutput::is_stdout(json.as_ref()));
     // Read every input before the (possibly slow) work, so that a bad file fails fast.
-    let gray1 = load_gray(&args.image1)?;
-    let gray2 = load_gray(&args.image2)?;
+    let gray1 = load_gray_or_stdin(&args.image1)?;
+    let gray2 = load_gray_or_stdin(&args.image2)?;
     let homography = args
         .homography
         .as_deref()
@@ -257,8 +283,27 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
         };
         written.push(out.write(&draw::match_picture(&gray1, &gray2, &lines, limit))?);
     }
+    if let Some(out) = npz_out {
+        let mut archive = npz::with_params(
+            out.path(),
+            &ParamsJson::new(&params, Some((&config, descriptor))),
+        )?;
+        archive.keypoints("keypoints1", &f1.keypoints)?;
+        archive.keypoints("keypoints2", &f2.keypoints)?;
+        if descriptor == DescriptorKind::Q7 {
+            let q7 = |f: &Features| f.descriptors.iter().map(to_q7).collect::<Vec<_>>();
+            archive.descriptors_q7("descriptors1", &q7(&f1))?;
+            archive.descriptors_q7("descriptors2", &q7(&f2))?;
+        } else {
+            archive.descriptors("descriptors1", &f1.descriptors)?;
+            archive.descriptors("descriptors2", &f2.descriptors)?;
+        }
+        archive.matches("matches", &matches)?;
+        written.push(out.write(&archive.finish()?)?);
+    }
     if let Some(out) = json {
         let report = MatchReport {
+            format_version: FORMAT_VERSION,
             detector: params.detector.name().into(),
             backend: backend.name().into(),
             device: backend.device(),
@@ -268,7 +313,7 @@ pub(crate) fn match_images(args: &MatchArgs) -> Result<ExitCode, Error> {
             keypoints2: f2.keypoints.iter().map(KeypointJson::from).collect(),
             matches: matches_json(&matches),
             correct,
-            precision: correct.map(|c| ratio(c, matches.len())),
+            correct_ratio: correct.map(|c| ratio(c, matches.len())),
         };
         written.extend(out.write(&report, false)?);
     }

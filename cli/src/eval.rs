@@ -1,7 +1,8 @@
 //! `surfcl eval`: detection and matching quality on an Oxford-layout sequence (Mikolajczyk et
 //! al.): images `img1.*` .. `imgN.*` and ground-truth homographies `H1to2p` .. `H1toNp`. Each pair
 //! 1-K is detected, matched and scored: a match is correct when the homography maps the first
-//! point within 3 px of the second ([`surfcl_core::homography`]), precision = correct / matches,
+//! point within 3 px of the second ([`surfcl_core::homography`]), the correct ratio (the table's
+//! `precision` column, `correct_ratio` in the JSON) = correct / matches,
 //! and repeatability is the core's detector repeatability under the homography: the share of
 //! img1's keypoints that project inside imgK and have an imgK keypoint within the same 3 px.
 
@@ -9,13 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use surfcl_core::homography::{CORRECT_TOLERANCE_PX, correct_matches, repeatability};
 
 use super::args::{DetectOptions, MatchOptions};
 use super::output::{Human, JsonOutput, persist_all};
 use crate::io::{load_gray, load_homography};
-use crate::report::{EvalPair, EvalReport, ParamsJson, ratio};
+use crate::report::{EvalPair, EvalReport, FORMAT_VERSION, ParamsJson, ratio};
 use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 use surfcl_gpu::backend::Features;
@@ -101,11 +101,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut backend = open_backend(args.detect.backend_choice(), args.detect.device.as_deref())?;
 
-    let bar = ProgressBar::new(images.len() as u64 + homographies.len() as u64);
-    if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_prefix("eval");
+    let bar = crate::progress::bar("eval", images.len() as u64 + homographies.len() as u64);
     let mut detect_one = |path: &Path| -> Result<Features, Error> {
         bar.set_message(format!("detect {}", path.display()));
         let gray = load_gray(path)?;
@@ -142,7 +138,7 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
             keypoints2: second.keypoints.len(),
             matches: matches.len(),
             correct,
-            precision: ratio(correct, matches.len()),
+            correct_ratio: ratio(correct, matches.len()),
             repeatability: f64::from(repeated.ratio),
         });
         bar.inc(1);
@@ -170,11 +166,18 @@ pub(crate) fn eval(args: &EvalArgs) -> Result<ExitCode, Error> {
     for p in &pairs {
         human.line(&format!(
             "{:<5} {:>7} {:>7} {:>8} {:>8} {:>9.3} {:>13.3}",
-            p.pair, p.keypoints1, p.keypoints2, p.matches, p.correct, p.precision, p.repeatability
+            p.pair,
+            p.keypoints1,
+            p.keypoints2,
+            p.matches,
+            p.correct,
+            p.correct_ratio,
+            p.repeatability
         ))?;
     }
     if let Some(out) = json {
         let report = EvalReport {
+            format_version: FORMAT_VERSION,
             dir: args.dir.display().to_string(),
             detector: params.detector.name().into(),
             backend: backend.name().into(),

@@ -93,6 +93,45 @@ pub fn load_gray(path: &Path) -> Result<OwnedGray, Error> {
     decode_gray(&bytes, path)
 }
 
+/// The image argument that means standard input.
+pub const STDIN_ARG: &str = "-";
+
+/// The name standard input has in error messages.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Loads an image as [`load_gray`] does, or from standard input when `path` is `-`
+/// ([`STDIN_ARG`]): the bytes are read to their end (at most [`MAX_IMAGE_FILE_BYTES`]) and
+/// decoded with the same checks, errors naming `<stdin>`.
+pub fn load_gray_or_stdin(path: &Path) -> Result<OwnedGray, Error> {
+    if path.as_os_str() != STDIN_ARG {
+        return load_gray(path);
+    }
+    let name = Path::new(STDIN_NAME);
+    let bytes = read_stream_capped(std::io::stdin().lock(), name, MAX_IMAGE_FILE_BYTES)?;
+    decode_gray(&bytes, name)
+}
+
+/// Reads `reader` to its end, failing when there are more than `limit` bytes (named `name`).
+fn read_stream_capped(
+    reader: impl std::io::Read,
+    name: &Path,
+    limit: u64,
+) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(name, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::Decode {
+            path: name.to_path_buf(),
+            message: format!("the input is larger than the {limit} bytes accepted for an image"),
+        });
+    }
+    Ok(bytes)
+}
+
 /// Largest image file read (an uncompressed PPM of the largest image the core accepts is
 /// `3 * MAX_PIXELS` bytes, about 48 MiB; 16-bit PPM twice that).
 pub const MAX_IMAGE_FILE_BYTES: u64 = 6 * surfcl_core::image::MAX_PIXELS as u64 + (1 << 20);
@@ -226,6 +265,16 @@ pub fn load_homography(path: &Path) -> Result<Homography, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_over_the_cap_is_refused() {
+        let name = Path::new(STDIN_NAME);
+        assert_eq!(read_stream_capped(&b"abc"[..], name, 3).unwrap(), b"abc");
+        let e = read_stream_capped(&b"abcd"[..], name, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("<stdin>") && e.contains("larger than"), "{e}");
+    }
 
     #[test]
     fn luminance_weights_and_rounding() {

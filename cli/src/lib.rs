@@ -12,15 +12,18 @@
 //!
 //! ```text
 //! surfcl devices
-//! surfcl detect IMAGE [detect options] [--json FILE|-] [--draw FILE.png|.jpg|.ppm] [--profile]
-//! surfcl match IMAGE1 IMAGE2 [detect options] [match options] [--homography FILE]
-//!              [--json FILE|-] [--draw FILE.png|.jpg|.ppm] [--draw-all]
+//! surfcl detect IMAGE|- [detect options] [--json FILE|-] [--npz FILE] [--draw FILE.png|.jpg|.ppm]
+//!               [--profile]
+//! surfcl match IMAGE1|- IMAGE2|- [detect options] [match options] [--homography FILE]
+//!              [--json FILE|-] [--npz FILE] [--draw FILE.png|.jpg|.ppm] [--draw-all]
 //! surfcl eval DIR [detect/match options] [--json FILE|-]
 //! surfcl bench [--sizes 640x480,1280x960,1920x1080] [--frames N] [--json FILE] [--stream]
 //! surfcl stream DIR|FRAMES... [--max-size WxH] [detect/match options] [--json FILE|-]
+//!               [--npz FILE]
 //! ```
 //!
-//! The JSON reports are described in `docs/JSON.md`.
+//! The JSON reports and the NumPy archives (`--npz`) are described in `docs/JSON.md`. An image
+//! argument `-` is read from standard input (one of the two images of `match`).
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as `error: ...` on stderr), 2 on a
 //! usage error (clap's message). With `--json -` the JSON is the only thing on stdout; the human
@@ -42,7 +45,9 @@ mod commands;
 pub mod draw;
 mod eval;
 pub mod io;
+pub mod npz;
 pub(crate) mod output;
+mod progress;
 pub mod report;
 mod stream;
 
@@ -58,9 +63,20 @@ pub use stream::StreamArgs;
 
 use surfcl_gpu::Error;
 
-/// SURF and Harris interest points, SURF-64 descriptors and matching, on OpenCL or the CPU.
+/// SURF and Harris interest points of image files, their SURF-64 descriptors and matches, on
+/// OpenCL or the CPU.
 #[derive(Debug, Parser)]
-#[command(name = "surfcl", version, about, long_about = None)]
+#[command(
+    name = "surfcl",
+    version,
+    about = "Finds SURF or Harris interest points in images, describes them (SURF-64) and matches \
+them between images, on an OpenCL device or the CPU",
+    long_about = "Finds SURF or Harris interest points in images, describes them (SURF-64) and \
+matches them between images, on an OpenCL device (GPU) or the CPU.\n\n\
+Results go to the terminal, to JSON (--json), to NumPy archives (--npz, detect/match/stream) \
+and to annotated pictures (--draw); docs/JSON.md describes the files. `surfcl detect -` reads \
+the image from standard input."
+)]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -78,7 +94,12 @@ pub enum Command {
     Match(MatchArgs),
     /// Evaluate on an Oxford-layout sequence (img1..imgN, H1to2p..H1toNp).
     Eval(EvalArgs),
-    /// Time the pipeline on synthetic frames.
+    /// Time the OpenCL pipeline against the CPU backend on the boat image at several sizes.
+    ///
+    /// The frames are the Oxford boat image ($SURFCL_BENCH_IMAGE, else
+    /// data/oxford-boat/img1.pgm) resized to each of `--sizes`; a built-in synthetic frame
+    /// stands in only when no such image is found, and the output then says so. Also timed: the
+    /// matcher on random descriptors; and listed: the device memory per size.
     Bench(BenchArgs),
     /// Detect, describe and match a sequence of frames, each against the previous one (OpenCL,
     /// or the CPU with `--backend cpu`).

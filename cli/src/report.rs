@@ -1,20 +1,28 @@
-//! The JSON reports of `surfcl detect`, `match` and `eval`. The formats (and those of `stream`
-//! and `bench`, built in their modules) are documented for users in `docs/JSON.md`; keep the two
-//! in step.
+//! The JSON reports of `surfcl detect`, `match`, `eval` and `stream`. The formats (and that of
+//! `bench`, built in its module) are documented for users in `docs/JSON.md`; keep the two in
+//! step, and raise [`FORMAT_VERSION`] when a field changes meaning or disappears.
 //!
-//! - `detect`: `{"width", "height", "detector", "backend", "device", "params", "keypoints":
-//!   [{"x", "y", "scale", "orientation", "response", "laplacian"}], "descriptors": [[64 x f32],
-//!   ...], "dropped", "timings_ms": {stage: ms}}`. Timings keep the execution order of the stages.
-//! - `match`: `{"detector", "backend", "device", "descriptor", "params", "keypoints1",
-//!   "keypoints2", "matches": [{"query", "train", "distance"}], "correct", "precision"}`.
-//!   `keypoints1`/`keypoints2` are the *arrays* of keypoints of the two images (same objects as in
-//!   `detect`), so that `query`/`train` indices can be resolved to positions without a second
-//!   run; `correct` and `precision` are present only with `--homography`.
-//! - `eval`: `{"dir", "detector", "backend", "device", "threshold", "threshold_relative",
-//!   "params", "pairs": [{"pair", "keypoints1", "keypoints2", "matches", "correct", "precision",
-//!   "repeatability"}]}` with counts (not arrays).
+//! - `detect`: `{"format_version", "width", "height", "detector", "backend", "device", "params",
+//!   "keypoints": [{"x", "y", "scale", "orientation", "response", "laplacian"}], "descriptors":
+//!   [[64 x f32], ...], "dropped", "timings_ms": {stage: ms}}`. Timings keep the execution order
+//!   of the stages.
+//! - `match`: `{"format_version", "detector", "backend", "device", "descriptor", "params",
+//!   "keypoints1", "keypoints2", "matches": [{"query", "train", "distance"}], "correct",
+//!   "correct_ratio"}`. `keypoints1`/`keypoints2` are the *arrays* of keypoints of the two images
+//!   (same objects as in `detect`), so that `query`/`train` indices can be resolved to positions
+//!   without a second run; `correct` and `correct_ratio` are present only with `--homography`.
+//! - `eval`: `{"format_version", "dir", "detector", "backend", "device", "threshold",
+//!   "threshold_relative", "params", "pairs": [{"pair", "keypoints1", "keypoints2", "matches",
+//!   "correct", "correct_ratio", "repeatability"}]}` with counts (not arrays).
+//! - `stream`: `{"format_version", "backend", "device", "detector", "params", "frames": [...]}`,
+//!   one row per input frame: the keypoints and matches (same objects as above) of a processed
+//!   frame, or the error of a skipped one.
 //! - `params` ([`ParamsJson`]): the detection (and matching) parameters in effect, defaults
 //!   included, so that a report says how it was made.
+//!
+//! `f32` values are written as `f32` (the shortest text that reads back as the same `f32`:
+//! `584.2724`, not the `f64` widening `584.2723999023438`), also where a report goes through a
+//! `serde_json::Value` ([`json_f32`]).
 //!
 //! Every struct also implements `Deserialize`, so tests and tools can read the reports back.
 
@@ -28,6 +36,46 @@ use surfcl_core::matcher::MatchConfig;
 use surfcl_core::config::Named;
 use surfcl_gpu::backend::{DescriptorKind, DetectParams, DetectorKind, Features, StageTiming};
 
+/// The version of every report's format, `"format_version"` in each (and in the NumPy archives).
+/// 2: one keypoint shape everywhere (objects), `correct_ratio` for correct / matches, precisions
+/// spelt `f32` / `u8` (version 1 had no `format_version` field).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Serialisers of `f32` fields that write the value as the `f32` it is, also when the report is
+/// first turned into a `serde_json::Value` (whose numbers are `f64`: `serde_json::to_value` would
+/// widen `0.0004_f32` to `0.0003999999898951501`). The value written is the `f64` nearest to the
+/// shortest decimal text of the `f32`, which prints as that text and reads back as the same
+/// `f32`.
+pub mod json_f32 {
+    use serde::Serializer;
+
+    /// The `f64` that prints as the shortest text of `x`.
+    pub fn widen(x: f32) -> f64 {
+        x.to_string().parse().unwrap_or(f64::from(x))
+    }
+
+    /// `#[serde(serialize_with = "json_f32::serialize")]`.
+    pub fn serialize<S: Serializer>(x: &f32, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(widen(*x))
+    }
+
+    /// The same for an `Option<f32>`.
+    pub fn serialize_option<S: Serializer>(
+        x: &Option<f32>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => serializer.serialize_some(&widen(*x)),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// A `serde_json::Value` of `x` that prints as `x`'s shortest text.
+    pub fn value(x: f32) -> serde_json::Value {
+        serde_json::Value::from(widen(x))
+    }
+}
+
 /// SURF parameters of [`ParamsJson`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SurfParamsJson {
@@ -35,7 +83,7 @@ pub struct SurfParamsJson {
     pub octaves: u8,
     /// Sample step of the first octave.
     pub sample_step: u8,
-    /// Response storage: `"f32"` or `"u8"`.
+    /// Response storage (the numeric precision of the response maps): `"f32"` or `"u8"`.
     pub precision: String,
     /// Upright (no orientation).
     pub upright: bool,
@@ -45,10 +93,12 @@ pub struct SurfParamsJson {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HarrisParamsJson {
     /// The `k` of `R = det - k trace^2`.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub k: f32,
     /// Side of the summation window, pixels.
     pub window: usize,
     /// Scale at which the descriptors are computed.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub descriptor_scale: f32,
     /// Sub-pixel refinement.
     pub subpixel: bool,
@@ -60,12 +110,14 @@ pub struct MatchParamsJson {
     /// Descriptors compared: `"f32"` or `"q7"`.
     pub descriptor: String,
     /// Ratio test: nearest < ratio * second nearest.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub ratio: f32,
     /// Mutual nearest neighbours only.
     pub cross_check: bool,
     /// Equal signs of the Laplacian required.
     pub sign_test: bool,
     /// Largest accepted descriptor distance, if any.
+    #[serde(serialize_with = "json_f32::serialize_option")]
     pub max_distance: Option<f32>,
 }
 
@@ -75,6 +127,7 @@ pub struct ParamsJson {
     /// `"surf"` or `"harris"`.
     pub detector: String,
     /// The detector threshold in effect.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub threshold: f32,
     /// Whether `threshold` is a fraction of the image's largest response (Harris' default).
     pub threshold_relative: bool,
@@ -130,14 +183,19 @@ impl ParamsJson {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct KeypointJson {
     /// Column, pixels.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub x: f32,
     /// Row, pixels.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub y: f32,
     /// Scale (Gaussian sigma).
+    #[serde(serialize_with = "json_f32::serialize")]
     pub scale: f32,
     /// Orientation, radians in `[0, 2 pi)`.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub orientation: f32,
     /// Detector response.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub response: f32,
     /// Sign of the Laplacian: -1, 0 (Harris) or 1.
     pub laplacian: i8,
@@ -185,6 +243,8 @@ impl<'de> Deserialize<'de> for Timings {
 /// The output of `surfcl detect --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DetectReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
     /// Image width.
     pub width: usize,
     /// Image height.
@@ -211,6 +271,7 @@ impl DetectReport {
     /// Builds the report of one detection with `params`.
     pub fn new(features: &Features, params: &DetectParams, backend: &str, device: &str) -> Self {
         Self {
+            format_version: FORMAT_VERSION,
             width: features.width,
             height: features.height,
             detector: params.detector.name().to_owned(),
@@ -234,12 +295,15 @@ pub struct MatchJson {
     pub train: usize,
     /// Descriptor distance (L2 for f32; for Q7 the L2 distance of the Q7 vectors / 127, so that
     /// both are on the same scale).
+    #[serde(serialize_with = "json_f32::serialize")]
     pub distance: f32,
 }
 
 /// The output of `surfcl match --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MatchReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
     /// `"surf"` or `"harris"`.
     pub detector: String,
     /// `"cpu"` or `"opencl"`.
@@ -259,21 +323,25 @@ pub struct MatchReport {
     /// Matches mapped within 3 px by the homography (only with `--homography`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correct: Option<usize>,
-    /// `correct / matches` (only with `--homography`; 0 when there is no match).
+    /// `correct / matches`, the share of matches that are correct (only with `--homography`; 0
+    /// when there is no match).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub precision: Option<f64>,
+    pub correct_ratio: Option<f64>,
+}
+
+impl From<&Match> for MatchJson {
+    fn from(m: &Match) -> Self {
+        Self {
+            query: m.query as usize,
+            train: m.train as usize,
+            distance: m.distance,
+        }
+    }
 }
 
 /// Converts core matches to their JSON form.
 pub fn matches_json(matches: &[Match]) -> Vec<MatchJson> {
-    matches
-        .iter()
-        .map(|m| MatchJson {
-            query: m.query as usize,
-            train: m.train as usize,
-            distance: m.distance,
-        })
-        .collect()
+    matches.iter().map(MatchJson::from).collect()
 }
 
 /// One image pair of `surfcl eval`.
@@ -289,8 +357,8 @@ pub struct EvalPair {
     pub matches: usize,
     /// Matches mapped within 3 px by the ground-truth homography.
     pub correct: usize,
-    /// `correct / matches` (0 when there is no match).
-    pub precision: f64,
+    /// `correct / matches`, the share of matches that are correct (0 when there is no match).
+    pub correct_ratio: f64,
     /// Detector repeatability under the homography, in `[0, 1]`.
     pub repeatability: f64,
 }
@@ -298,6 +366,8 @@ pub struct EvalPair {
 /// The output of `surfcl eval --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
     /// The data set folder.
     pub dir: String,
     /// `"surf"` or `"harris"`.
@@ -307,6 +377,7 @@ pub struct EvalReport {
     /// The device description.
     pub device: String,
     /// The detector threshold used.
+    #[serde(serialize_with = "json_f32::serialize")]
     pub threshold: f32,
     /// Whether `threshold` is a fraction of the largest response (Harris' default) rather than
     /// an absolute value.
@@ -315,6 +386,53 @@ pub struct EvalReport {
     pub params: ParamsJson,
     /// One row per pair 1-2 .. 1-N.
     pub pairs: Vec<EvalPair>,
+}
+
+/// One input frame of `surfcl stream`: processed, or skipped with the reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StreamFrameJson {
+    /// A frame that was detected (and matched against the previous processed one).
+    Processed {
+        /// Position in the input sequence (skipped frames count).
+        index: usize,
+        /// The frame's file.
+        path: String,
+        /// Keypoints, strongest first.
+        keypoints: Vec<KeypointJson>,
+        /// Input index of the frame matched against (the previous processed frame), if any.
+        previous: Option<usize>,
+        /// Matches of this frame (query) against `previous` (train).
+        matches: Vec<MatchJson>,
+        /// Host wall time of the frame, milliseconds.
+        latency_ms: f64,
+    },
+    /// A frame that could not be read or processed.
+    Skipped {
+        /// Position in the input sequence.
+        index: usize,
+        /// The frame's file.
+        path: String,
+        /// Why it was skipped.
+        error: String,
+    },
+}
+
+/// The output of `surfcl stream --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// `"cpu"` or `"opencl"`.
+    pub backend: String,
+    /// The device description (`null` when no frame could be read).
+    pub device: Option<String>,
+    /// `"surf"` or `"harris"`.
+    pub detector: String,
+    /// The parameters used (detection and matching).
+    pub params: ParamsJson,
+    /// One row per input frame, in input order.
+    pub frames: Vec<StreamFrameJson>,
 }
 
 /// `correct / total`, or 0 when `total` is 0.
@@ -364,6 +482,7 @@ mod tests {
         let text = serde_json::to_string(&report).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         for key in [
+            "format_version",
             "width",
             "height",
             "detector",
@@ -393,8 +512,35 @@ mod tests {
     }
 
     #[test]
+    fn f32_values_print_as_f32_also_through_a_json_value() {
+        let k = KeypointJson {
+            x: 584.2724,
+            y: 0.1,
+            scale: 1.6,
+            orientation: 2.5,
+            response: 0.0004,
+            laplacian: 1,
+        };
+        let direct = serde_json::to_string(&k).unwrap();
+        let through_value = serde_json::to_value(k).unwrap().to_string();
+        for text in [&direct, &through_value] {
+            for (key, value) in [("x", "584.2724"), ("y", "0.1"), ("response", "0.0004")] {
+                let field = format!("\"{key}\":{value}");
+                assert!(
+                    text.contains(&format!("{field},")) || text.contains(&format!("{field}}}")),
+                    "{key} in {text}"
+                );
+            }
+        }
+        let back: KeypointJson = serde_json::from_str(&through_value).unwrap();
+        assert_eq!(back, k);
+        assert_eq!(json_f32::value(0.0004).to_string(), "0.0004");
+    }
+
+    #[test]
     fn match_report_omits_correct_without_homography() {
         let mut report = MatchReport {
+            format_version: FORMAT_VERSION,
             detector: "surf".into(),
             backend: "cpu".into(),
             device: "x".into(),
@@ -413,20 +559,21 @@ mod tests {
             keypoints2: vec![],
             matches: vec![],
             correct: None,
-            precision: None,
+            correct_ratio: None,
         };
         let v = serde_json::to_value(&report).unwrap();
-        assert!(v.get("correct").is_none() && v.get("precision").is_none());
+        assert!(v.get("correct").is_none() && v.get("correct_ratio").is_none());
+        assert_eq!(v["format_version"], 2);
         assert_eq!(v["params"]["detector"], "harris");
         assert_eq!(v["params"]["threshold_relative"], true);
         assert_eq!(v["params"]["matching"]["descriptor"], "q7");
         assert_eq!(v["params"]["matching"]["cross_check"], false);
         assert!(v["params"]["harris"]["window"].is_u64());
         report.correct = Some(3);
-        report.precision = Some(0.5);
+        report.correct_ratio = Some(0.5);
         let v = serde_json::to_value(&report).unwrap();
         assert_eq!(v["correct"], 3);
-        assert_eq!(v["precision"], 0.5);
+        assert_eq!(v["correct_ratio"], 0.5);
         assert_eq!(ratio(3, 0), 0.0);
         assert_eq!(ratio(1, 4), 0.25);
     }

@@ -16,16 +16,20 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use serde_json::{Value, json};
+use indicatif::ProgressBar;
 
 use super::args::{DetectOptions, ImageSize, MatchOptions};
-use super::output::{Human, JsonOutput, persist_all, stderr_line};
+use super::output::{Human, JsonOutput, OutputFile, persist_all, stderr_line};
 #[cfg(feature = "opencl")]
 use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
+use surfcl_core::{Descriptor, Keypoint};
 
 use crate::io::{OwnedGray, load_gray};
-use crate::report::ParamsJson;
+use crate::npz::{self, Npz};
+use crate::report::{
+    FORMAT_VERSION, KeypointJson, MatchJson, ParamsJson, StreamFrameJson, StreamReport,
+};
 use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
@@ -52,6 +56,10 @@ pub struct StreamArgs {
     /// Write the per-frame results as JSON to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the per-frame keypoints, descriptors and matches and the parameters as a NumPy
+    /// archive (`numpy.load`) to FILE (layout: docs/JSON.md).
+    #[arg(long, value_name = "FILE.npz")]
+    pub npz: Option<PathBuf>,
 }
 
 /// The frame files: a single directory expands to its image files sorted by name. Entries are
@@ -91,7 +99,8 @@ impl StreamInput for OwnedGray {
 
 /// One processed frame, whichever backend ran it.
 struct Processed<'a> {
-    keypoints: &'a [surfcl_core::Keypoint],
+    keypoints: &'a [Keypoint],
+    descriptors: &'a [Descriptor],
     matches: &'a [Match],
     /// Input index of the frame matched against.
     previous: Option<usize>,
@@ -99,7 +108,7 @@ struct Processed<'a> {
 }
 
 /// The line and JSON row of a processed frame.
-fn good_row(index: usize, path: &Path, f: &Processed<'_>) -> (String, Value) {
+fn good_row(index: usize, path: &Path, f: &Processed<'_>) -> (String, StreamFrameJson) {
     let prev = f.previous.map_or("-".to_string(), |p| format!("frame {p}"));
     let line = format!(
         "frame {index} {}: {} keypoints, {} matches to {prev}, {:.3} ms",
@@ -108,37 +117,89 @@ fn good_row(index: usize, path: &Path, f: &Processed<'_>) -> (String, Value) {
         f.matches.len(),
         f.latency_ms
     );
-    let row = json!({
-        "index": index,
-        "path": name(path),
-        "keypoints": f.keypoints.iter().map(|k| json!([k.x, k.y, k.scale, k.orientation, k.response, k.laplacian])).collect::<Vec<_>>(),
-        "previous": f.previous,
-        "matches": f.matches.iter().map(|m| json!([m.query, m.train, m.distance])).collect::<Vec<_>>(),
-        "latency_ms": f.latency_ms,
-    });
+    let row = StreamFrameJson::Processed {
+        index,
+        path: name(path),
+        keypoints: f.keypoints.iter().map(KeypointJson::from).collect(),
+        previous: f.previous,
+        matches: f.matches.iter().map(MatchJson::from).collect(),
+        latency_ms: f.latency_ms,
+    };
     (line, row)
 }
 
 /// The line and JSON row of a skipped frame.
-fn skipped_row(index: usize, path: &Path, error: &str) -> (String, Value) {
+fn skipped_row(index: usize, path: &Path, error: &str) -> (String, StreamFrameJson) {
     (
         format!("frame {index} {}: skipped: {error}", name(path)),
-        json!({"index": index, "path": name(path), "error": error}),
+        StreamFrameJson::Skipped {
+            index,
+            path: name(path),
+            error: error.to_owned(),
+        },
     )
+}
+
+/// The processed frames' arrays of a `--npz` archive (docs/JSON.md): `keypoints_K`,
+/// `descriptors_K` and `matches_K` for the frame of input index K, added as the frames come,
+/// and the per-frame columns written at the end.
+struct StreamArchive {
+    npz: Npz,
+    frame_index: Vec<i64>,
+    previous: Vec<i64>,
+    latency_ms: Vec<f64>,
+}
+
+impl StreamArchive {
+    fn push(&mut self, index: usize, f: &Processed<'_>) -> Result<(), Error> {
+        self.npz
+            .keypoints(&format!("keypoints_{index}"), f.keypoints)?;
+        self.npz
+            .descriptors(&format!("descriptors_{index}"), f.descriptors)?;
+        self.npz.matches(&format!("matches_{index}"), f.matches)?;
+        self.frame_index.push(index as i64);
+        self.previous.push(f.previous.map_or(-1, |p| p as i64));
+        self.latency_ms.push(f.latency_ms);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<u8>, Error> {
+        self.npz.ints("frame_index", &self.frame_index)?;
+        self.npz.ints("previous", &self.previous)?;
+        self.npz.floats("latency_ms", &self.latency_ms)?;
+        self.npz.finish()
+    }
 }
 
 /// Collects the rows and prints the lines of a stream.
 struct Rows {
     human: Human,
-    rows: Vec<Value>,
+    rows: Vec<StreamFrameJson>,
     good: usize,
+    archive: Option<StreamArchive>,
+    /// Progress over the frames (drawn only when stderr is a terminal).
+    progress: ProgressBar,
 }
 
 impl Rows {
-    fn push(&mut self, (line, row): (String, Value), good: bool) -> Result<(), Error> {
+    fn push(&mut self, (line, row): (String, StreamFrameJson), good: bool) -> Result<(), Error> {
         self.good += usize::from(good);
         self.rows.push(row);
-        self.human.line(&line)
+        self.progress.inc(1);
+        self.progress.suspend(|| self.human.line(&line))
+    }
+
+    /// [`Rows::push`] of a processed frame, also into the archive.
+    fn push_processed(
+        &mut self,
+        index: usize,
+        path: &Path,
+        f: &Processed<'_>,
+    ) -> Result<(), Error> {
+        if let Some(archive) = &mut self.archive {
+            archive.push(index, f)?;
+        }
+        self.push(good_row(index, path, f), true)
     }
 }
 
@@ -147,14 +208,29 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
     let params = args.detect.params(DescriptorKind::F32)?;
     let matching = args.matching.config()?;
     let json = JsonOutput::prepare(args.json.as_deref())?;
+    let npz_out = args.npz.as_deref().map(OutputFile::prepare).transpose()?;
     let paths = frame_paths(&args.inputs)?;
     if paths.is_empty() {
         return Err(Error::InvalidArgument("no frames given".into()));
     }
+    let params_json = ParamsJson::new(&params, Some((&matching, DescriptorKind::F32)));
+    let archive = npz_out
+        .as_ref()
+        .map(|out| {
+            Ok::<_, Error>(StreamArchive {
+                npz: npz::with_params(out.path(), &params_json)?,
+                frame_index: Vec::new(),
+                previous: Vec::new(),
+                latency_ms: Vec::new(),
+            })
+        })
+        .transpose()?;
     let mut rows = Rows {
         human: Human::new(JsonOutput::is_stdout(json.as_ref())),
         rows: Vec::with_capacity(paths.len()),
         good: 0,
+        archive,
+        progress: crate::progress::bar("stream", paths.len() as u64),
     };
     let spec = args.detect.device.as_deref();
     let (backend, device) = match opencl_device(args.detect.backend_choice(), spec) {
@@ -174,16 +250,23 @@ pub(crate) fn stream(args: &StreamArgs) -> Result<ExitCode, Error> {
             )?,
         ),
     };
-    if let Some(out) = json {
-        let report = json!({
-            "backend": backend,
-            "device": device,
-            "detector": params.detector.name(),
-            "params": ParamsJson::new(&params, Some((&matching, DescriptorKind::F32))),
-            "frames": rows.rows,
-        });
-        persist_all(out.write(&report, true)?)?;
+    rows.progress.finish_and_clear();
+    let mut written = Vec::new();
+    if let (Some(out), Some(archive)) = (npz_out, rows.archive.take()) {
+        written.push(out.write(&archive.finish()?)?);
     }
+    if let Some(out) = json {
+        let report = StreamReport {
+            format_version: FORMAT_VERSION,
+            backend: backend.into(),
+            device,
+            detector: params.detector.name().into(),
+            params: params_json,
+            frames: std::mem::take(&mut rows.rows),
+        };
+        written.extend(out.write(&report, true)?);
+    }
+    persist_all(written)?;
     if rows.good == 0 {
         return Err(Error::InvalidArgument("no frame could be processed".into()));
     }
@@ -272,17 +355,17 @@ fn stream_cpu(
         });
         match frame {
             Ok((features, matches, latency_ms)) => {
-                let row = good_row(
+                rows.push_processed(
                     index,
                     path,
                     &Processed {
                         keypoints: &features.keypoints,
+                        descriptors: &features.descriptors,
                         matches: &matches,
                         previous: previous.as_ref().map(|(p, _)| *p),
                         latency_ms,
                     },
-                );
-                rows.push(row, true)?;
+                )?;
                 previous = Some((index, features));
             }
             Err(e) => rows.push(skipped_row(index, path, &e.to_string()), false)?,
@@ -342,11 +425,12 @@ fn stream_opencl(
             Ok(f) => {
                 let processed = Processed {
                     keypoints: &f.keypoints,
+                    descriptors: &f.descriptors,
                     matches: &f.matches,
                     previous: f.previous.map(|p| offset + p),
                     latency_ms: f.latency_ms,
                 };
-                rows.push(good_row(index, path, &processed), true)
+                rows.push_processed(index, path, &processed)
             }
             Err(e) => rows.push(skipped_row(index, path, &e.to_string()), false),
         };

@@ -270,7 +270,7 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn match_with_homography_reports_correct_and_precision() {
+fn match_with_homography_reports_correct_and_correct_ratio() {
     let dir = small_boat();
     let png = scratch("match-draw.png");
     let out = surfcl(&[
@@ -303,11 +303,11 @@ fn match_with_homography_reports_correct_and_precision() {
         assert!(m["distance"].as_f64().unwrap() >= 0.0);
     }
     let correct = v["correct"].as_u64().unwrap() as usize;
-    let precision = v["precision"].as_f64().unwrap();
+    let correct_ratio = v["correct_ratio"].as_f64().unwrap();
     assert!(correct > 0 && correct <= matches.len());
-    assert!((precision - correct as f64 / matches.len() as f64).abs() < 1e-9);
+    assert!((correct_ratio - correct as f64 / matches.len() as f64).abs() < 1e-9);
     // Boat 1-2 is an easy pair: most matches must be right.
-    assert!(precision > 0.5, "precision {precision}");
+    assert!(correct_ratio > 0.5, "correct_ratio {correct_ratio}");
     let drawn = image::open(&png).unwrap();
     assert_eq!(drawn.width(), 2 * CROP.0);
     assert_eq!(drawn.height(), CROP.1);
@@ -327,7 +327,7 @@ fn match_without_homography_has_no_correct_key_and_bad_homography_fails() {
     let out = surfcl(&[&base[..], &["--json", "-"]].concat());
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v.get("correct").is_none() && v.get("precision").is_none());
+    assert!(v.get("correct").is_none() && v.get("correct_ratio").is_none());
     // An image matched with itself: every match is the identity.
     let matches = v["matches"].as_array().unwrap();
     assert!(!matches.is_empty());
@@ -373,8 +373,8 @@ fn eval_on_boat_prints_one_row_per_pair() {
         assert!((0.0..=1.0).contains(&r));
     }
     // Difficulty grows along the sequence (zoom + rotation): 1-2 beats 1-6.
-    let precision = |i: usize| pairs[i]["precision"].as_f64().unwrap();
-    assert!(precision(0) > precision(4), "{pairs:?}");
+    let correct_ratio = |i: usize| pairs[i]["correct_ratio"].as_f64().unwrap();
+    assert!(correct_ratio(0) > correct_ratio(4), "{pairs:?}");
     assert!(pairs[0]["correct"].as_u64() > pairs[4]["correct"].as_u64());
 }
 
@@ -436,5 +436,9 @@ fn harris_detection_and_q7_matching_work_end_to_end() {
     trains.sort_unstable();
     trains.dedup();
     assert_eq!(trains.len(), matches.len());
-    assert!(v["precision"].as_f64().unwrap() > 0.5, "{}", v["precision"]);
+    assert!(
+        v["correct_ratio"].as_f64().unwrap() > 0.5,
+        "{}",
+        v["correct_ratio"]
+    );
 }

@@ -56,7 +56,7 @@ cp scripts/device/node-latency.sh .device-ros/run.sh
 cp scripts/device/node-latency-ab.sh .device-ros/ab.sh
 cp scripts/device/node-latency-diag.sh .device-ros/diag.sh
 # The pipeline alone, for diag.sh: this checkout's `surfcl`.
-if (CARGO_TARGET_DIR=$target cargo build --release -p surfcl-gpu --bin surfcl 2>/dev/null); then
+if (CARGO_TARGET_DIR=$target cargo build --release -p surfcl-cli --bin surfcl 2>/dev/null); then
   strip -o .device-ros/surfcl "$target/release/surfcl"
 else
   echo "build of surfcl failed: diag.sh cannot run its bench" >&2
