@@ -829,8 +829,8 @@ mod tests {
         assert_eq!(a, synthetic_frame(w, h));
         assert_eq!(a.dimensions(), (w, h));
         let params = DetectParams {
-            detector: DetectorKind::Surf,
-            surf: SurfConfig::default(),
+            detector: surfcl_gpu::backend::DetectorKind::Surf,
+            surf: surfcl_core::surf::SurfConfig::default(),
             harris: surfcl_core::harris::HarrisConfig::default(),
             max_keypoints: 10_000,
             descriptor: DescriptorKind::F32,

@@ -2,9 +2,10 @@
 //! the `opencl` feature, while the default build, which links libOpenCL when it loads, cannot
 //! start there at all.
 //!
-//! The program under test is the example `detect_pattern`, which Cargo builds with this test and
-//! the same features. Both checks run in either build and expect the opposite outcome in each, so
-//! each can fail:
+//! The program under test is this test's own executable, which links the runtime with the
+//! features under test: run again with [`CHILD_ENV`] set, its test [`child`] opens `auto` (or the
+//! backend the variable names) and detects a synthetic frame. Both checks run in either build and
+//! expect the opposite outcome in each, so each can fail:
 //! - the dynamic section (`readelf -d`) names libOpenCL as NEEDED exactly when the `opencl`
 //!   feature is on;
 //! - in a private mount namespace where the loader's libOpenCL.so.1 is covered by an empty file
@@ -17,33 +18,72 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Whether this build has the OpenCL backend (the example is built with the same features).
+use surfcl_core::GrayImage;
+use surfcl_gpu::{BackendChoice, DetectParams, open_backend};
+
+/// Whether this build has the OpenCL backend.
 const OPENCL: bool = cfg!(feature = "opencl");
 
-/// The `detect_pattern` example next to this test's executable (`target/<profile>/examples`).
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let path = profile_dir
-        .join("examples")
-        .join(format!("detect_pattern{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.is_file(),
-        "{} is missing: Cargo builds the examples with the tests",
-        path.display()
+/// Set for the child run: the backend to open (`auto`, `cpu` or `opencl`).
+const CHILD_ENV: &str = "SURFCL_TEST_WITHOUT_LIBOPENCL_BACKEND";
+
+/// The child half: without [`CHILD_ENV`] it does nothing. With it, opens that backend, detects a
+/// dark frame with two bright squares and prints `backend=NAME keypoints=N` (a failure to open
+/// or detect fails the child).
+#[test]
+fn child() {
+    let Ok(choice) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let choice = match choice.as_str() {
+        "cpu" => BackendChoice::Cpu,
+        "opencl" => BackendChoice::OpenCl,
+        _ => BackendChoice::Auto,
+    };
+    let (w, h) = (160usize, 120usize);
+    let pixels: Vec<u8> = (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            let big = (30..70).contains(&x) && (30..70).contains(&y);
+            let small = (100..116).contains(&x) && (50..66).contains(&y);
+            if big || small { 220 } else { 30 }
+        })
+        .collect();
+    let image = GrayImage::new(&pixels, w, h).unwrap();
+    let mut backend = open_backend(choice, None).unwrap_or_else(|e| panic!("open: {e}"));
+    let features = backend.detect(&image, &DetectParams::default()).unwrap();
+    println!(
+        "backend={} keypoints={}",
+        backend.name(),
+        features.keypoints.len()
     );
-    path
+}
+
+/// This test executable: the program under test.
+fn program() -> PathBuf {
+    std::env::current_exe().unwrap()
+}
+
+/// Arguments that make the test executable run [`child`] alone.
+const CHILD_ARGS: [&str; 4] = ["--exact", "child", "--nocapture", "--test-threads=1"];
+
+/// The `backend=... keypoints=...` result of a child's output, if any (the test harness may
+/// print it after the test's name on the same line).
+fn child_line(out: &Output) -> Option<String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout.find("backend=")?;
+    stdout[start..].lines().next().map(|l| l.trim().to_string())
 }
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
-/// The shared libraries the example's dynamic section names as NEEDED.
+/// The shared libraries the program's dynamic section names as NEEDED.
 fn needed_libraries() -> Vec<String> {
     let out = Command::new("readelf")
         .arg("-d")
-        .arg(example())
+        .arg(program())
         .output()
         .expect("readelf (binutils) runs");
     assert!(out.status.success(), "readelf: {}", text(&out));
@@ -85,9 +125,9 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-/// Runs the example with `args` in a private mount namespace where `library` (the real file)
+/// Runs [`child`] with `backend` in a private mount namespace where `library` (the real file)
 /// is covered by an empty one, so the loader cannot load it.
-fn run_with_library_hidden(library: &Path, args: &[&str]) -> Output {
+fn run_with_library_hidden(library: &Path, backend: &str) -> Output {
     let script = r#"mount --bind /dev/null "$1" && shift && exec "$@""#;
     let user_namespace: &[&str] = if is_root() { &[] } else { &["--map-root-user"] };
     Command::new("unshare")
@@ -102,8 +142,9 @@ fn run_with_library_hidden(library: &Path, args: &[&str]) -> Output {
             "sh",
         ])
         .arg(library)
-        .arg(example())
-        .args(args)
+        .arg(program())
+        .args(CHILD_ARGS)
+        .env(CHILD_ENV, backend)
         .env_remove("OCL_ICD_VENDORS")
         .env_remove("OCL_ICD_FILENAMES")
         .output()
@@ -115,11 +156,15 @@ fn run_with_library_hidden(library: &Path, args: &[&str]) -> Output {
 fn the_cpu_only_build_detects_where_libopencl_cannot_be_loaded() {
     let Some(library) = installed_libopencl() else {
         // Nothing to hide: the machine itself is the board without libOpenCL.
-        let out = Command::new(example()).arg("auto").output().unwrap();
+        let out = Command::new(program())
+            .args(CHILD_ARGS)
+            .env(CHILD_ENV, "auto")
+            .output()
+            .unwrap();
         assert_eq!(out.status.success(), !OPENCL, "{}", text(&out));
         return;
     };
-    let out = run_with_library_hidden(&library, &["auto"]);
+    let out = run_with_library_hidden(&library, "auto");
     if OPENCL {
         assert!(
             !out.status.success(),
@@ -129,12 +174,12 @@ fn the_cpu_only_build_detects_where_libopencl_cannot_be_loaded() {
         assert!(text(&out).contains("libOpenCL"), "{}", text(&out));
     } else {
         assert!(out.status.success(), "{}", text(&out));
-        let line = String::from_utf8_lossy(&out.stdout);
+        let line = child_line(&out).unwrap_or_else(|| panic!("no result line: {}", text(&out)));
         assert!(line.starts_with("backend=cpu keypoints="), "{line}");
         let keypoints: usize = line.trim().rsplit('=').next().unwrap().parse().unwrap();
         assert!(keypoints > 0, "{line}");
         // Asked for OpenCL, the CPU-only build says why it cannot.
-        let out = run_with_library_hidden(&library, &["opencl"]);
+        let out = run_with_library_hidden(&library, "opencl");
         assert!(!out.status.success());
         assert!(text(&out).contains("no OpenCL backend"), "{}", text(&out));
     }

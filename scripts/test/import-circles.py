@@ -72,6 +72,13 @@ for d, _, fs in os.walk(root):
         if rel[-1] in ('mod', 'lib', 'main'): rel = rel[:-1]
         files[tuple(rel)] = os.path.relpath(p, root)
 
+# Modules declared with `#[path = "..."]` live where the attribute says.
+for mod, f in list(files.items()):
+    text = open(os.path.join(root, f)).read()
+    for m in re.finditer(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;', text):
+        target = os.path.normpath(os.path.join(os.path.dirname(os.path.join(root, f)), m.group(1)))
+        files[mod + (m.group(2),)] = os.path.relpath(target, root)
+
 def expand(tree):
     """'a::{b, c::{d, e}}' -> ['a::b', 'a::c::d', 'a::c::e']"""
     tree = tree.strip()

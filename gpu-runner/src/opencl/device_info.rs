@@ -71,7 +71,10 @@ mod tests {
         let fpga = device(1, "Vendor", "ACCELERATOR");
         let gpu = device(2, "NVIDIA CUDA", "GPU");
         assert_eq!(preferred_device(&[]).map(|d| d.index), None);
-        assert_eq!(preferred_device(&[pocl.clone()]).map(|d| d.index), None);
+        assert_eq!(
+            preferred_device(std::slice::from_ref(&pocl)).map(|d| d.index),
+            None
+        );
         assert_eq!(
             preferred_device(&[pocl.clone(), fpga.clone()]).map(|d| d.index),
             Some(1)

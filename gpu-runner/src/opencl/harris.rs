@@ -34,6 +34,7 @@ use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 
 use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel, enqueue_descriptor};
 use super::device::select;
+use super::device_info::DeviceInfo;
 use super::enqueue::launch_after;
 use super::error::OpenClError;
 use super::frame::{
@@ -114,6 +115,49 @@ struct Describe {
     descriptor_local: usize,
 }
 
+impl Describe {
+    /// surf.cl's integral and descriptor kernels for `io`'s frames and `cand_capacity`
+    /// candidates, in a program object of their own with their own integral image.
+    fn new(gpu: &Gpu, io: &FrameIo, cand_capacity: usize) -> Result<Self, OpenClError> {
+        let program = gpu.program("surf.cl", SURF_CL, &INTEGRAL_DEFINES)?;
+        let integral = gpu.buffer::<u32>(
+            "integral image",
+            (io.max_width + 1) * (io.max_height + 1),
+            MemFlags::new().read_write(),
+        )?;
+        let kernels = IntegralKernels::new(gpu, &program, io, &integral, None)?;
+        let descriptor = descriptor_kernel(gpu, &program, io, &integral, cand_capacity, true)?;
+        Ok(Self {
+            descriptor_local: gpu.local_size(&descriptor, DESCRIPTOR_WORK_ITEMS),
+            integral,
+            kernels,
+            descriptor,
+        })
+    }
+}
+
+/// Work-items per tile of the tile kernels: a power of two (the max reduction halves), at most
+/// what is `wanted` (256 when `None`), the device allows and its local memory holds for a
+/// window of radius `r`.
+fn tile_items(info: &DeviceInfo, wanted: Option<usize>, r: usize) -> Result<usize, OpenClError> {
+    let local_mem = info.local_mem_bytes;
+    let wanted = wanted.unwrap_or(256).min(info.max_work_group_size.max(1));
+    let mut items = 1usize;
+    while items * 2 <= wanted {
+        items *= 2;
+    }
+    while items > 1 && local_mem > 0 && tile_local_bytes(items, r) > local_mem {
+        items /= 2;
+    }
+    if local_mem > 0 && tile_local_bytes(items, r) > local_mem {
+        return Err(OpenClError::Unsupported(format!(
+            "the Harris tile kernels need {} bytes of local memory, the device has {local_mem}",
+            tile_local_bytes(items, r)
+        )));
+    }
+    Ok(items)
+}
+
 /// The Harris pipeline for one device, frame size limit, configuration and capacity.
 #[derive(Debug)]
 pub struct HarrisPipeline {
@@ -157,27 +201,8 @@ impl HarrisPipeline {
         let (mw, mh, n) = (config.max_width, config.max_height, config.max_keypoints);
         let mut io = FrameIo::new(gpu.clone(), mw, mh, n, config.describe)?;
         let info = &gpu.selected.info;
-        let local_mem = info.local_mem_bytes;
         let r = harris.window / 2;
-        // Work-items per tile: a power of two (the max reduction halves), at most what is
-        // wanted, the device allows and local memory holds.
-        let wanted = config
-            .local_size
-            .unwrap_or(256)
-            .min(info.max_work_group_size.max(1));
-        let mut items = 1usize;
-        while items * 2 <= wanted {
-            items *= 2;
-        }
-        while items > 1 && local_mem > 0 && tile_local_bytes(items, r) > local_mem {
-            items /= 2;
-        }
-        if local_mem > 0 && tile_local_bytes(items, r) > local_mem {
-            return Err(OpenClError::Unsupported(format!(
-                "the Harris tile kernels need {} bytes of local memory, the device has {local_mem}",
-                tile_local_bytes(items, r)
-            )));
-        }
+        let mut items = tile_items(info, config.local_size, r)?;
 
         let pixels = mw * mh;
         let cand_capacity = (mw.div_ceil(3) * mh.div_ceil(3)).max(1);
@@ -251,17 +276,7 @@ impl HarrisPipeline {
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         // surf.cl's kernels, in this pipeline's own program object with its own buffers.
         let describe = if config.describe {
-            let program = gpu.program("surf.cl", SURF_CL, &INTEGRAL_DEFINES)?;
-            let integral = gpu.buffer::<u32>("integral image", (mw + 1) * (mh + 1), rw)?;
-            let kernels = IntegralKernels::new(&gpu, &program, &io, &integral, None)?;
-            let descriptor =
-                descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, true)?;
-            Some(Describe {
-                descriptor_local: gpu.local_size(&descriptor, DESCRIPTOR_WORK_ITEMS),
-                integral,
-                kernels,
-                descriptor,
-            })
+            Some(Describe::new(&gpu, &io, cand_capacity)?)
         } else {
             None
         };

@@ -111,6 +111,65 @@ struct LocalSizes {
     descriptor: usize,
 }
 
+impl LocalSizes {
+    /// The sizes for `wanted` work-items per group (`None`: the defaults), as far as the device
+    /// and each kernel allow.
+    fn new(
+        gpu: &Gpu,
+        wanted: Option<usize>,
+        k_hessian: &Kernel,
+        k_nms: &Kernel,
+        k_descriptor: &Kernel,
+    ) -> Self {
+        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (no
+        // size from 32 to 1024 was faster on the GPUs measured), `DESCRIPTOR_WORK_ITEMS` per
+        // keypoint for its orientation's 109 samples and then its descriptor's 576.
+        let (per_kp, per_descriptor) = match wanted {
+            None => (128, DESCRIPTOR_WORK_ITEMS),
+            Some(w) => (w.max(1), w.max(1)),
+        };
+        Self {
+            hessian: gpu.local_size(k_hessian, per_kp),
+            nms: gpu.local_size(k_nms, per_kp),
+            descriptor: gpu.local_size(k_descriptor, per_descriptor),
+        }
+    }
+}
+
+/// Device memory per buffer of a pipeline: (what, bytes).
+fn device_memory(
+    io: &FrameIo,
+    integral: &Buffer<u32>,
+    k_integral: &IntegralKernels,
+    grids: &Grids,
+    packed_mode: bool,
+    cand_capacity: usize,
+) -> Vec<(&'static str, u64)> {
+    vec![
+        ("image (u8)", io.image.len() as u64),
+        ("integral image (u32)", 4 * integral.len() as u64),
+        ("integral band sums (u32)", k_integral.device_bytes()),
+        (
+            if packed_mode {
+                "responses (packed u8 x4)"
+            } else {
+                "responses (f32 x4)"
+            },
+            4 * if packed_mode {
+                grids.total as u64
+            } else {
+                4 * grids.total as u64
+            },
+        ),
+        (
+            "tables",
+            (4 * 24 + 4 * 128 + ORIENTATION_TABLE_BYTES) as u64,
+        ),
+        (CANDIDATE_MEMORY, (CANDIDATE_BYTES * cand_capacity) as u64),
+        ("keypoints + descriptors", 4 * io.result.len() as u64),
+    ]
+}
+
 /// The SURF pipeline for one device, frame size limit, configuration and capacity.
 #[derive(Debug)]
 pub struct SurfPipeline {
@@ -226,52 +285,22 @@ impl SurfPipeline {
                 return Err(OpenClError::Unsupported("no response buffer".into()));
             }
         };
-        let defaults = config.local_size.is_none();
-        let wanted = config.local_size.unwrap_or(64).max(1);
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         let k_descriptor =
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
-        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (no
-        // size from 32 to 1024 was faster on the GPUs measured), `DESCRIPTOR_WORK_ITEMS` per keypoint
-        // for its orientation's 109 samples and then its descriptor's 576.
-        let per_kp = if defaults { 128 } else { wanted };
-        let per_descriptor = if defaults {
-            DESCRIPTOR_WORK_ITEMS
-        } else {
-            wanted
-        };
-        let local = LocalSizes {
-            hessian: gpu.local_size(&k_hessian, per_kp),
-            nms: gpu.local_size(&k_nms, per_kp),
-            descriptor: gpu.local_size(&k_descriptor, per_descriptor),
-        };
+        let local = LocalSizes::new(&gpu, config.local_size, &k_hessian, &k_nms, &k_descriptor);
         // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
         // (groups past the frame's count leave at once), at most 32 per compute unit.
         let cus = gpu.selected.info.compute_units.max(1) as usize;
         let groups = (cus * 32).clamp(1, n.max(1));
-        let memory = vec![
-            ("image (u8)", io.image.len() as u64),
-            ("integral image (u32)", 4 * integral.len() as u64),
-            ("integral band sums (u32)", k_integral.device_bytes()),
-            (
-                if packed_mode {
-                    "responses (packed u8 x4)"
-                } else {
-                    "responses (f32 x4)"
-                },
-                4 * if packed_mode {
-                    grids.total as u64
-                } else {
-                    4 * grids.total as u64
-                },
-            ),
-            (
-                "tables",
-                (4 * 24 + 4 * 128 + ORIENTATION_TABLE_BYTES) as u64,
-            ),
-            (CANDIDATE_MEMORY, (CANDIDATE_BYTES * cand_capacity) as u64),
-            ("keypoints + descriptors", 4 * io.result.len() as u64),
-        ];
+        let memory = device_memory(
+            &io,
+            &integral,
+            &k_integral,
+            &grids,
+            packed_mode,
+            cand_capacity,
+        );
         io.candidate_capacity = cand_capacity;
         io.device_bytes = memory.iter().map(|(_, b)| b).sum();
         Ok(Self {
