@@ -38,4 +38,5 @@ fi
 if [ "${1:-}" = "--test" ]; then
     # The independent DDS peer of the ROS interop test (Eclipse Cyclone DDS from PyPI).
     ros-node/tests/peer/setup.sh >&2
+    scripts/ros2/setup-rclpy.sh >&2 # rclpy (Kilted, Jazzy) + surfcl_msgs for tests/ros2_interop.rs
 fi
