@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs surfcl-node and a ROS 2 Python script together in a private network and PID namespace
 # (nothing leaves the machine; killing this script's namespace ends both).
-# Usage: run-netns.sh DISTRO NODE_BIN SCRIPT [script args...]
+# Usage: run-netns.sh DISTRO NODE_BIN SCRIPT [script args...]   (DISTRO: kilted, jazzy or
+#   cyclone, the Cyclone DDS peer's venv)
 #   env: DOMAIN (ROS_DOMAIN_ID, default 140), NODE_ARGS (extra node arguments, word-split)
 # Must itself run inside `unshare --net --pid --fork --mount-proc --kill-child`.
 set -eu
@@ -10,8 +11,12 @@ distro=$1 node_bin=$2 script=$3
 shift 3
 ip link set lo up
 set +u # the venv's and colcon's setup scripts read unset variables
-. "$here/.venv-$distro/bin/activate"
-. "$here/.colcon-$distro/install/local_setup.sh"
+if [ "$distro" = cyclone ]; then
+    . "$here/../peer/.venv/bin/activate" # Cyclone DDS, no ROS (ros-node/tests/peer/setup.sh)
+else
+    . "$here/.venv-$distro/bin/activate"
+    . "$here/.colcon-$distro/install/local_setup.sh"
+fi
 set -u
 export ROS_DOMAIN_ID="${DOMAIN:-140}" RMW_IMPLEMENTATION=rmw_fastrtps_cpp \
     ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
