@@ -33,7 +33,9 @@ fn photo() -> PathBuf {
 /// Panics with the set-up command when the distro's venv or `surfcl_msgs` build is missing.
 fn require_distro(distro: &str) {
     let venv = ros2_dir().join(format!(".venv-{distro}/bin/python"));
-    let msgs = ros2_dir().join(format!(".colcon-{distro}/install/.surfcl-setup-fingerprint"));
+    let msgs = ros2_dir().join(format!(
+        ".colcon-{distro}/install/.surfcl-setup-fingerprint"
+    ));
     assert!(
         venv.exists() && msgs.exists(),
         "ROS 2 {distro} for Python is not set up ({} / {} missing): run \
@@ -127,10 +129,8 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
         let ok = build.status().map(|s| s.success()).unwrap_or(false);
         assert!(ok && cli.exists(), "could not build {}", cli.display());
     }
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "ros2-cli-keypoints-{}.json",
-        std::process::id()
-    ));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ros2-cli-keypoints-{}.json", std::process::id()));
     let status = Command::new(&cli)
         .args(["detect", "--backend", "cpu", "--json"])
         .arg(&out)
@@ -173,7 +173,10 @@ fn graph_frames_parameters_sigint(distro: &str, domain: &str) {
         stderr.contains("surfcl-node exit status after SIGINT: 0"),
         "the node did not exit with status 0 on SIGINT"
     );
-    assert!(status.success(), "rclpy probe failed with {status}: {stdout}");
+    assert!(
+        status.success(),
+        "rclpy probe failed with {status}: {stdout}"
+    );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.contains("\"ok\": true"), "{last}");
 }
@@ -205,9 +208,8 @@ fn parse_latency(stdout: &str) -> Vec<Latency> {
             let mut words = l.strip_prefix("latency ")?.split_whitespace();
             let _size = words.next()?;
             let topic = words.next()?.to_string();
-            let mut field = |key: &str| -> Option<f64> {
-                words.next()?.strip_prefix(key)?.parse().ok()
-            };
+            let mut field =
+                |key: &str| -> Option<f64> { words.next()?.strip_prefix(key)?.parse().ok() };
             Some(Latency {
                 topic,
                 count: field("count=")? as u32,
@@ -279,9 +281,79 @@ fn rclpy_default_subscriber_latency() {
             );
             assert!(r.count > 0, "{size} {}: nothing received", r.topic);
             assert_eq!(r.lost, 0, "{size} {}: samples lost", r.topic);
-            assert!(r.p50_ms <= p50_bound, "{size} {}: p50 {} ms", r.topic, r.p50_ms);
-            assert!(r.max_ms <= max_bound, "{size} {}: max {} ms", r.topic, r.max_ms);
+            assert!(
+                r.p50_ms <= p50_bound,
+                "{size} {}: p50 {} ms",
+                r.topic,
+                r.p50_ms
+            );
+            assert!(
+                r.max_ms <= max_bound,
+                "{size} {}: max {} ms",
+                r.topic,
+                r.max_ms
+            );
         }
+    }
+}
+
+/// The same measurement with a default Eclipse Cyclone DDS subscriber (the peer venv of
+/// `tests/interop_cyclone.rs`; its configuration only keeps discovery on loopback), 1920x1080.
+#[test]
+fn cyclone_default_subscriber_latency() {
+    let python = manifest().join("tests/peer/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "no Cyclone DDS peer venv ({}): run ros-node/tests/peer/setup.sh",
+        python.display()
+    );
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 150.0);
+    let max_bound = env_ms("SURFCL_ROS2_MAX_MS", 1500.0);
+    let (status, stdout, stderr) = run_in_namespace(
+        &[
+            ros2_dir().join("run-netns.sh").as_os_str(),
+            "cyclone".as_ref(),
+            env!("CARGO_BIN_EXE_surfcl-node").as_ref(),
+            ros2_dir().join("latency_cyclone.py").as_os_str(),
+            "--domain".as_ref(),
+            "165".as_ref(),
+            "--image".as_ref(),
+            photo().as_os_str(),
+            "--frames".as_ref(),
+            "8".as_ref(),
+            "--hz".as_ref(),
+            "1".as_ref(),
+        ],
+        &[
+            ("DOMAIN", "165"),
+            (
+                "NODE_ARGS",
+                "--param backend:=cpu --param max_keypoints:=4096 --param debug_image:=true",
+            ),
+        ],
+        Duration::from_secs(120),
+    );
+    eprintln!(
+        "probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
+        tail(&stderr, 2000)
+    );
+    let status = status.expect("Cyclone latency test timed out after 120 s");
+    assert!(
+        status.success(),
+        "Cyclone latency probe failed with {status}"
+    );
+    let results = parse_latency(&stdout);
+    assert_eq!(results.len(), 2, "keypoints and debug_image expected");
+    for r in &results {
+        println!(
+            "Cyclone DDS default subscriber, 1920x1080 {}: {} samples, {} lost, p50 {:.1} ms, max {:.1} ms",
+            r.topic, r.count, r.lost, r.p50_ms, r.max_ms
+        );
+        assert!(r.count > 0, "{}: nothing received", r.topic);
+        assert_eq!(r.lost, 0, "{}: samples lost", r.topic);
+        assert!(r.p50_ms <= p50_bound, "{}: p50 {} ms", r.topic, r.p50_ms);
+        assert!(r.max_ms <= max_bound, "{}: max {} ms", r.topic, r.max_ms);
     }
 }
 

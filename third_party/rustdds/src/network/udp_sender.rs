@@ -16,7 +16,10 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use crate::{
   network::util::get_local_multicast_ip_addrs_filtered,
   rtps::{
-    outbound::{ControlQueue, Datagram, SendOutcome, SocketId, CONTROL_QUEUE_WARN_LEN},
+    constant::{FRAGMENT_BURST_BYTES, FRAGMENT_PACE_BYTES_PER_SEC},
+    outbound::{
+      ControlQueue, Datagram, FragmentPacer, SendOutcome, SocketId, CONTROL_QUEUE_WARN_LEN,
+    },
     transmit::InterfaceSelector,
   },
   structure::locator::Locator,
@@ -38,6 +41,9 @@ pub struct UDPSender {
   // sent immediately. Drained on write readiness by `flush_control`.
   // (see src/rtps/nonblocking_transmit_design.md)
   control_queues: RefCell<HashMap<SocketId, ControlQueue>>,
+
+  // Paces the DATAFRAG datagrams of every writer of the participant.
+  fragment_pacer: RefCell<FragmentPacer>,
 }
 
 impl UDPSender {
@@ -160,6 +166,10 @@ impl UDPSender {
       unicast_socket,
       multicast_sockets,
       control_queues: RefCell::new(HashMap::new()),
+      fragment_pacer: RefCell::new(FragmentPacer::new(
+        FRAGMENT_BURST_BYTES,
+        FRAGMENT_PACE_BYTES_PER_SEC,
+      )),
     };
     info!("UDPSender::new() --> {sender:?}");
     Ok(sender)
@@ -421,6 +431,12 @@ impl UDPSender {
         }
       }
     }
+  }
+
+  /// Asks the participant's fragment pacer to send a DATAFRAG datagram of
+  /// `bytes`: `Err(wait)` means stop and resume after `wait`.
+  pub(crate) fn pace_fragment(&self, bytes: usize) -> Result<(), std::time::Duration> {
+    self.fragment_pacer.borrow_mut().admit(bytes)
   }
 
   // --- nonblocking-transmit: bulk path (flow-controlled, backpressured) ------

@@ -39,6 +39,25 @@ pub const REPAIR_INTERVAL_MAX: Duration = Duration::from_millis(100);
 // one reader. A round always sends at least one sample, even a larger one.
 pub const REPAIR_BATCH_MAX_BYTES: usize = 8192;
 
+// Pacing of fragmented samples (see `outbound::FragmentPacer`). A receiver that
+// keeps the kernel's default socket receive buffer (208 KiB on Linux, about 190
+// KB of UDP payload in datagrams of 16-64 KB) loses datagrams when a sample's
+// fragments arrive faster than it drains them; reliable repair then costs whole
+// heartbeat rounds. The participant sends at most FRAGMENT_BURST_BYTES of
+// DATAFRAG datagrams back to back and then FRAGMENT_PACE_BYTES_PER_SEC.
+pub const FRAGMENT_BURST_BYTES: usize = 128 * 1024;
+pub const FRAGMENT_PACE_BYTES_PER_SEC: u64 = 512 * 1024 * 1024;
+// What a datagram costs a receiver's socket buffer beyond its payload (Linux
+// accounts the kernel's buffer and headers too: 1400-byte datagrams fill a 208
+// KiB buffer at 128 KB of payload). Charged to the pacer per datagram, so that a
+// burst of small datagrams (a 1500-byte MTU path) fits a default buffer too.
+pub const FRAGMENT_PACE_DATAGRAM_OVERHEAD: usize = 1024;
+
+// Delay of the extra HEARTBEAT a reliable Writer sends after a fragmented
+// sample (see writer::TimedEvent::HeartbeatAfterFragments): long enough for the
+// reader to have reassembled what arrived, short against the periodic HEARTBEAT.
+pub const HEARTBEAT_AFTER_FRAGMENTS_DELAY: Duration = Duration::from_millis(3);
+
 // Periodic HEARTBEAT period for reliable Writers. The period is adaptive: while
 // some matched reader is behind (has unacknowledged samples), heartbeats are
 // sent at the FAST period to prompt prompt repair (some peers rely on a

@@ -302,7 +302,15 @@ impl DPEventLoop {
       } else {
         Duration::from_millis(2)
       };
-      let poll_timeout = timeout_until(ev_wrapper.shared_timer.borrow().next_deadline(), idle_cap);
+      let mut poll_timeout =
+        timeout_until(ev_wrapper.shared_timer.borrow().next_deadline(), idle_cap);
+      // The poll rounds a timeout up to whole milliseconds. A deadline closer
+      // than that (the fragment pacer's, typically a fraction of a millisecond)
+      // is slept for precisely; the poll then only collects what arrived.
+      if poll_timeout > Duration::ZERO && poll_timeout < Duration::from_millis(1) {
+        std::thread::sleep(poll_timeout);
+        poll_timeout = Duration::ZERO;
+      }
       match ev_wrapper.poll.poll(&mut events, Some(poll_timeout)) {
         Ok(_) => {}
         Err(e) => {
@@ -515,6 +523,12 @@ impl DPEventLoop {
         DpTimerEvent::Writer { entity_id, event } => {
           if let Some(writer) = self.writers.get_mut(&entity_id) {
             writer.handle_timed_event(event);
+            // A paced push resumed here may stop at a full socket, as one the
+            // doorbell starts does.
+            let blocked = writer.take_blocked_sockets();
+            for sid in blocked {
+              self.mark_writer_willing(sid, entity_id);
+            }
           } else if !preparing_to_stop {
             trace!("Timed event for unknown writer {entity_id:?}");
           }

@@ -224,7 +224,16 @@ impl RtpsReaderProxy {
       (DISCOVERY_LISTENER_TOKEN, DISCOVERY_MUL_LISTENER_TOKEN)
     };
     let unicast_locator_list = self_locators.remove(&unicast_token).unwrap_or_default();
-    let multicast_locator_list = self_locators.remove(&multicast_token).unwrap_or_default();
+    // A user reader with unicast locators announces no multicast one: a Fast
+    // DDS 3 writer sent each sample both to the unicast and to the multicast
+    // locator of such a reader (twice the traffic, half of it multicast). Fast
+    // DDS's own user readers announce unicast locators only.
+    let multicast_locator_list =
+      if reader.guid.entity_id.kind().is_user_defined() && !unicast_locator_list.is_empty() {
+        Vec::new()
+      } else {
+        self_locators.remove(&multicast_token).unwrap_or_default()
+      };
     Self {
       remote_reader_guid: reader.guid,
       remote_group_entity_id: EntityId::UNKNOWN, // TODO

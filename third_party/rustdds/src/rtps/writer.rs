@@ -28,7 +28,8 @@ use crate::{
   polling::SharedTimer,
   rtps::{
     constant::{
-      DEFAULT_WRITER_MAX_SAMPLES, FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE, FRAGMENT_SIZE,
+      DEFAULT_WRITER_MAX_SAMPLES, FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE,
+      FRAGMENT_PACE_DATAGRAM_OVERHEAD, FRAGMENT_SIZE, HEARTBEAT_AFTER_FRAGMENTS_DELAY,
       HEARTBEAT_PERIOD_FAST, HEARTBEAT_PERIOD_SLOW, HEARTBEAT_SUBMESSAGE_SERIALIZED_SIZE,
       NACK_RESPONSE_DELAY, NACK_SUPPRESSION_DURATION, REPAIR_BATCH_MAX_BYTES,
       REPAIR_INTERVAL_DEFAULT, REPAIR_INTERVAL_MAX, REPAIR_INTERVAL_MIN,
@@ -108,6 +109,12 @@ pub(crate) enum SendProgress {
     cursor: SampleCursor,
     blocked: BTreeSet<SocketId>,
   },
+  /// The participant's fragment pacer asked to stop (see `FragmentPacer`).
+  /// `cursor` is where to resume, after `wait`.
+  Paced {
+    cursor: SampleCursor,
+    wait: std::time::Duration,
+  },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +123,12 @@ pub(crate) enum TimedEvent {
   CacheCleaning,
   SendRepairData { to_reader: GUID },
   SendRepairFrags { to_reader: GUID },
+  /// Resume a push that the fragment pacer stopped.
+  ResumePacedPush,
+  /// One extra HEARTBEAT soon after a fragmented sample went out, so that a
+  /// reader that lost part of it asks for repair within milliseconds instead
+  /// of at the next periodic HEARTBEAT (up to the slow period).
+  HeartbeatAfterFragments,
 }
 
 // This is used to construct an actual Writer.
@@ -250,6 +263,15 @@ pub(crate) struct Writer {
   /// WouldBlock. Drained by the event loop, which enqueues this writer on those
   /// sockets' round-robin queues and arms write readiness.
   blocked_sockets: BTreeSet<SocketId>,
+  /// A `ResumePacedPush` timer is pending.
+  paced_push_scheduled: bool,
+  /// A `HeartbeatAfterFragments` timer is pending.
+  heartbeat_after_fragments_scheduled: bool,
+  /// Per reader: the fragmented sample a paced repair round stopped in, and
+  /// where to resume it.
+  repair_cursors: BTreeMap<GUID, (SequenceNumber, SampleCursor)>,
+  /// The same for paced NACK_FRAG answers.
+  frag_repair_cursors: BTreeMap<GUID, (SequenceNumber, SampleCursor)>,
 
   /// Contains timer that needs to be set to timeout with duration of
   /// self.heartbeat_period timed_event_handler sends notification when timer
@@ -357,6 +379,10 @@ impl Writer {
       last_sent: SequenceNumber::zero(),
       sample_cursor: SampleCursor::Fresh,
       blocked_sockets: BTreeSet::new(),
+      paced_push_scheduled: false,
+      heartbeat_after_fragments_scheduled: false,
+      repair_cursors: BTreeMap::new(),
+      frag_repair_cursors: BTreeMap::new(),
       timed_event_timer,
       like_stateless: i.like_stateless,
       qos_policies: i.qos_policies,
@@ -496,6 +522,14 @@ impl Writer {
           self.schedule_timed_event(std::time::Duration::from(period), TimedEvent::Heartbeat);
         }
       }
+      TimedEvent::ResumePacedPush => {
+        self.paced_push_scheduled = false;
+        self.process_pending();
+      }
+      TimedEvent::HeartbeatAfterFragments => {
+        self.heartbeat_after_fragments_scheduled = false;
+        self.handle_heartbeat_tick(false);
+      }
       TimedEvent::CacheCleaning => {
         self.handle_cache_cleaning();
         self.schedule_timed_event(
@@ -512,15 +546,18 @@ impl Writer {
         }
         // Do not add to a send socket that already holds queued control
         // datagrams: back off and try again in the next round.
-        if !self.repair_backlogged(reader_guid) {
-          self.handle_repair_data_send(reader_guid);
-        }
+        let paced_wait = if self.repair_backlogged(reader_guid) {
+          None
+        } else {
+          self.handle_repair_data_send(reader_guid)
+        };
         if self
           .readers
           .get(&reader_guid)
           .is_some_and(|rp| rp.repair_mode)
         {
-          self.schedule_repair_data(reader_guid, self.repair_interval());
+          let after = paced_wait.unwrap_or_else(|| self.repair_interval());
+          self.schedule_repair_data(reader_guid, after);
         }
       }
       TimedEvent::SendRepairFrags {
@@ -530,15 +567,18 @@ impl Writer {
           Some(rp) => rp.repair_frags_scheduled = false,
           None => return, // reader is gone
         }
-        if !self.repair_backlogged(reader_guid) {
-          self.handle_repair_frags_send(reader_guid);
-        }
+        let paced_wait = if self.repair_backlogged(reader_guid) {
+          None
+        } else {
+          self.handle_repair_frags_send(reader_guid)
+        };
         if self
           .readers
           .get(&reader_guid)
           .is_some_and(RtpsReaderProxy::repair_frags_requested)
         {
-          self.schedule_repair_frags(reader_guid, self.repair_interval());
+          let after = paced_wait.unwrap_or_else(|| self.repair_interval());
+          self.schedule_repair_frags(reader_guid, after);
         }
       } // SendRepairFrags
     } // match
@@ -853,7 +893,7 @@ impl Writer {
         // every DATA). Only reliable writers piggyback a heartbeat here;
         // best-effort skips it entirely.
         let send_also_heartbeat = self.is_reliable();
-        let (_fragmented, progress) = {
+        let (fragmented, progress) = {
           let target_reader_opt = match write_options.to_single_reader() {
             Some(guid) => self.readers.get(&guid), // Sending only to this reader
             None => None,                          // Sending to all matched readers
@@ -887,6 +927,17 @@ impl Writer {
             self.sample_cursor = SampleCursor::Fresh;
             self.send_buffer.set_sent_frontier(sequence_number);
             self.mark_change_sent_to_all_readers(sequence_number);
+            if fragmented && send_also_heartbeat {
+              self.schedule_heartbeat_after_fragments();
+            }
+          }
+          SendProgress::Paced { cursor, wait } => {
+            self.sample_cursor = cursor;
+            if !self.paced_push_scheduled {
+              self.paced_push_scheduled = true;
+              self.schedule_timed_event(wait, TimedEvent::ResumePacedPush);
+            }
+            return;
           }
           SendProgress::Blocked { cursor, blocked } => {
             // Reliable writers always back-pressure. Best-effort writers only if
@@ -946,28 +997,16 @@ impl Writer {
     std::mem::take(&mut self.blocked_sockets)
   }
 
-  // Returns a boolean telling if the data had to be fragmented. This one-shot
-  // wrapper is used by the repair path (ACKNACK response). Repair is a
-  // reliability action: it must actually reach the reader, so it goes through
-  // the never-dropped `Control` queue rather than the best-effort `Bulk` path.
-  // Dropping repair on WouldBlock livelocks under sustained send congestion -
-  // the reader re-NACKs, the retransmit is dropped again, and reliable data
-  // (e.g. builtin SEDP DiscoveredWriterData) never gets delivered while a
-  // flat-out writer keeps the socket blocked.
-  fn send_cache_change(
-    &self,
-    cc: &CacheChange,
-    send_also_heartbeat: bool,
-    target_reader_opt: Option<&RtpsReaderProxy>,
-  ) -> bool {
-    let (fragmentation_needed, _progress) = self.send_cache_change_from(
-      cc,
-      send_also_heartbeat,
-      target_reader_opt,
-      SampleCursor::Fresh,
-      TrafficClass::Control,
-    );
-    fragmentation_needed
+  // Arm one HEARTBEAT after HEARTBEAT_AFTER_FRAGMENTS_DELAY unless one is
+  // pending (see TimedEvent::HeartbeatAfterFragments).
+  fn schedule_heartbeat_after_fragments(&mut self) {
+    if !self.heartbeat_after_fragments_scheduled && !self.like_stateless {
+      self.heartbeat_after_fragments_scheduled = true;
+      self.schedule_timed_event(
+        HEARTBEAT_AFTER_FRAGMENTS_DELAY,
+        TimedEvent::HeartbeatAfterFragments,
+      );
+    }
   }
 
   // Resumable bulk send of one cache change starting at `cursor`. Returns
@@ -1011,7 +1050,23 @@ impl Writer {
 
     // Send the messages, either to all readers or just one, stopping at the
     // first message that a socket could not accept.
+    let pace_budget = self.datagram_budget(target_reader_opt);
     for (resume_cursor, msg) in messages_to_send {
+      // Every datagram of a fragmented sample but its trailing HEARTBEAT is
+      // paced (charged at the datagram budget, an upper bound of its size, and
+      // the receiver's per-datagram overhead).
+      if fragmentation_needed && resume_cursor != SampleCursor::Heartbeat {
+        let cost = pace_budget + FRAGMENT_PACE_DATAGRAM_OVERHEAD;
+        if let Err(wait) = self.udp_sender.pace_fragment(cost) {
+          return (
+            fragmentation_needed,
+            SendProgress::Paced {
+              cursor: resume_cursor,
+              wait,
+            },
+          );
+        }
+      }
       let blocked = match target_reader_opt {
         None => self.send_message_to_readers(
           DeliveryMode::Multicast,
@@ -1351,15 +1406,18 @@ impl Writer {
 
   // Send out missing data
 
-  fn handle_repair_data_send(&mut self, to_reader: GUID) {
+  // Returns how long to wait before the next round when the fragment pacer
+  // stopped this one.
+  fn handle_repair_data_send(&mut self, to_reader: GUID) -> Option<std::time::Duration> {
     if self.like_stateless {
       warn!(
         "Not sending repair data in a stateless-like Writer, since it currently supports only \
          BestEffort behavior. topic={:?}",
         self.my_topic_name
       );
-      return;
+      return None;
     }
+    let mut paced_wait = None;
     // Note: here we remove the reader from our reader map temporarily.
     // Then we can mutate both the reader and other fields in self.
     // Doing a .get_mut() on the reader map would make self immutable.
@@ -1367,7 +1425,7 @@ impl Writer {
       // We use a worker function to ensure that afterwards we can insert the
       // reader_proxy back. This technique ensures that all return paths lead to
       // re-insertion.
-      self.handle_repair_data_send_worker(&mut reader_proxy);
+      paced_wait = self.handle_repair_data_send_worker(&mut reader_proxy);
       // insert reader back
       if let Some(rp) = self
         .readers
@@ -1377,21 +1435,23 @@ impl Writer {
         error!("Reader proxy was duplicated somehow??? {rp:?}");
       }
     }
+    paced_wait
   }
 
-  fn handle_repair_frags_send(&mut self, to_reader: GUID) {
+  fn handle_repair_frags_send(&mut self, to_reader: GUID) -> Option<std::time::Duration> {
     if self.like_stateless {
       warn!(
         "Not sending repair frags in a stateless-like Writer, since it currently supports only \
          BestEffort behavior. topic={:?}",
         self.my_topic_name
       );
-      return;
+      return None;
     }
+    let mut paced_wait = None;
 
     // see similar function above
     if let Some(mut reader_proxy) = self.readers.remove(&to_reader) {
-      self.handle_repair_frags_send_worker(&mut reader_proxy);
+      paced_wait = self.handle_repair_frags_send_worker(&mut reader_proxy);
       if let Some(rp) = self
         .readers
         .insert(reader_proxy.remote_reader_guid, reader_proxy)
@@ -1400,6 +1460,7 @@ impl Writer {
         error!("Reader proxy was duplicated somehow??? (frags) {rp:?}");
       }
     }
+    paced_wait
   }
 
   // One repair round for a reader: send its unsent changes, lowest first, until
@@ -1407,7 +1468,10 @@ impl Writer {
   // left, which ends repair mode. GAPs and unfragmented DATA are packed into
   // datagrams of the reader's path-MTU budget; a fragmented sample goes out on
   // its own.
-  fn handle_repair_data_send_worker(&mut self, reader_proxy: &mut RtpsReaderProxy) {
+  fn handle_repair_data_send_worker(
+    &mut self,
+    reader_proxy: &mut RtpsReaderProxy,
+  ) -> Option<std::time::Duration> {
     // Note: The reader_proxy is now removed from readers map
     let reader_guid = reader_proxy.remote_reader_guid;
 
@@ -1497,8 +1561,21 @@ impl Writer {
         self.flush_repair_datagram(&mut datagram, reader_proxy);
         ts_active = false;
         // This emits the whole sample, including every fragment when it does
-        // not fit one datagram. A later NACK_FRAG is what arms SendRepairFrags.
-        self.send_cache_change(&cc, false, Some(reader_proxy));
+        // not fit one datagram, paced like a push: when the pacer stops it, the
+        // round ends and the next one resumes at the same fragment. A later
+        // NACK_FRAG is what arms SendRepairFrags. Repair goes through the
+        // never-dropped Control queue: dropped on WouldBlock, it would livelock
+        // under sustained send congestion (NACK, drop, NACK ...).
+        let cursor = match self.repair_cursors.remove(&reader_guid) {
+          Some((sn, cursor)) if sn == unsent_sn => cursor,
+          _ => SampleCursor::Fresh,
+        };
+        let (_, progress) =
+          self.send_cache_change_from(&cc, true, Some(reader_proxy), cursor, TrafficClass::Control);
+        if let SendProgress::Paced { cursor, wait } = progress {
+          self.repair_cursors.insert(reader_guid, (unsent_sn, cursor));
+          return Some(wait);
+        }
         round_bytes += payload_size + DATA_SUBMESSAGE_OVERHEAD;
       } else {
         let source_timestamp = cc.write_options.source_timestamp();
@@ -1531,6 +1608,7 @@ impl Writer {
     if reader_proxy.first_unsent_change().is_none() {
       reader_proxy.repair_mode = false;
     }
+    None
   } // fn
 
   // Append `part` to the repair datagram being built for `reader_proxy`, first
@@ -1577,80 +1655,70 @@ impl Writer {
     }
   }
 
+  // Answers a reader's NACK_FRAG for a sample: sends the sample again from
+  // its first requested fragment to its end, paced, with a trailing HEARTBEAT.
+  // A NACK_FRAG names at most 256 fragments; losses from a burst are usually
+  // the rest of the sample, so resending the rest at once takes one round trip
+  // instead of one per 256 fragments, and the HEARTBEAT prompts the reader's
+  // next request at once. Returns how long to wait before the next round when
+  // the fragment pacer stopped this one (it resumes at the same fragment).
   fn handle_repair_frags_send_worker(
     &mut self,
     reader_proxy: &mut RtpsReaderProxy, /* This is mutable proxy temporarily detached from the
                                          * set of reader proxies */
-  ) {
-    // Decide the (max) number of frags to be sent
-    let max_send_count = 8;
-
+  ) -> Option<std::time::Duration> {
     let reader_guid = reader_proxy.remote_reader_guid;
-
-    // Get (an iterator to) frags requested but not yet sent
-    // reader_proxy.
-    // Iterate over frags to be sent
-    for (seq_num, frag_num) in reader_proxy.frags_requested_iterator().take(max_send_count) {
-      // Sanity check request
-      // ^^^ TODO
-
-      if let Some(cache_change) = self.send_buffer.get_by_sn(seq_num) {
-        // If the data is meant for a single reader only, make sure it is the one we're
-        // about to send frags to.
-        if let Some(single_reader_guid) = cache_change.write_options.to_single_reader() {
-          if single_reader_guid != reader_guid {
-            error!(
-              "We were asked to send datafrags meant for the reader {single_reader_guid:?} to a \
-               different reader {reader_guid:?}. Not gonna happen."
-            );
-            return;
-          }
-        }
-
-        // Generate datafrag message
-        let mut message_builder = MessageBuilder::new();
-        if let Some(src_ts) = cache_change.write_options.source_timestamp() {
-          message_builder = message_builder.ts_msg(self.endianness, Some(src_ts));
-        }
-
-        let fragment_size: u32 = FRAGMENT_SIZE as u32;
-        let data_size: u32 = cache_change.data_value.payload_size() as u32; // TODO: overflow check
-
-        message_builder = message_builder.data_frag_msg(
-          &cache_change,
-          reader_guid.entity_id, // reader
-          self.my_guid,          // writer
-          frag_num,
-          // Repair responds to specifically-NACKed fragment numbers (possibly
-          // non-contiguous), so retransmit one fragment per submessage.
-          1,
-          fragment_size as u16, // TODO: overflow check
-          data_size,
-          self.endianness,
-          self.security_plugins.as_ref(),
-        );
-
-        // Repair frags are a reliability action (response to a NACK_FRAG), so
-        // they must actually reach the reader. Use the never-dropped `Control`
-        // queue: dropping repair on WouldBlock livelocks under sustained send
-        // congestion (reader re-NACKs, retransmit dropped again, forever).
-        let _blocked = self.send_message_to_readers(
-          DeliveryMode::Unicast,
-          message_builder.add_header_and_build(self.my_guid.prefix),
-          &mut std::iter::once(&*reader_proxy),
-          TrafficClass::Control,
-        );
-      } else {
-        error!(
-          "handle_repair_frags_send_worker: {:?} missing from send buffer. topic={:?}",
-          seq_num, self.my_topic_name
-        );
-        // TODO: Should we send a GAP message then?
+    let requested: Vec<(SequenceNumber, FragmentNumber)> =
+      reader_proxy.frags_requested_iterator().collect();
+    let &(seq_num, first_frag) = requested.first()?;
+    let mark_sent = |reader_proxy: &mut RtpsReaderProxy| {
+      for (sn, frag_num) in &requested {
+        reader_proxy.mark_frag_sent(*sn, frag_num);
       }
+    };
 
-      reader_proxy.mark_frag_sent(seq_num, &frag_num);
-    } // for
-  } // fn
+    let Some(cache_change) = self.send_buffer.get_by_sn(seq_num) else {
+      error!(
+        "handle_repair_frags_send_worker: {:?} missing from send buffer. topic={:?}",
+        seq_num, self.my_topic_name
+      );
+      mark_sent(reader_proxy);
+      return None;
+    };
+    // If the data is meant for a single reader only, make sure it is the one we're
+    // about to send frags to.
+    if let Some(single_reader_guid) = cache_change.write_options.to_single_reader() {
+      if single_reader_guid != reader_guid {
+        error!(
+          "We were asked to send datafrags meant for the reader {single_reader_guid:?} to a \
+           different reader {reader_guid:?}. Not gonna happen."
+        );
+        mark_sent(reader_proxy);
+        return None;
+      }
+    }
+    let cursor = match self.frag_repair_cursors.remove(&reader_guid) {
+      Some((sn, cursor)) if sn == seq_num => cursor,
+      _ => SampleCursor::Frag(first_frag),
+    };
+    // Repair frags are a reliability action, so they go through the
+    // never-dropped `Control` queue, as repair data does.
+    let (_, progress) = self.send_cache_change_from(
+      &cache_change,
+      true,
+      Some(reader_proxy),
+      cursor,
+      TrafficClass::Control,
+    );
+    if let SendProgress::Paced { cursor, wait } = progress {
+      self
+        .frag_repair_cursors
+        .insert(reader_guid, (seq_num, cursor));
+      return Some(wait);
+    }
+    mark_sent(reader_proxy);
+    None
+  }
 
   /// Removes permanently cacheChanges from DDSCache.
   /// CacheChanges can be safely removed only if they are acked by all readers.
@@ -2150,6 +2218,8 @@ impl Writer {
 
   fn matched_reader_remove(&mut self, guid: GUID) -> Option<RtpsReaderProxy> {
     let removed = self.readers.remove(&guid);
+    self.repair_cursors.remove(&guid);
+    self.frag_repair_cursors.remove(&guid);
     if let Some(ref removed_reader) = removed {
       info!(
         "Removed reader proxy. topic={:?} reader={:?}",
