@@ -2970,7 +2970,10 @@ mod tests {
               let to_reader = match event {
                 TimedEvent::SendRepairData { to_reader }
                 | TimedEvent::SendRepairFrags { to_reader } => Some(to_reader),
-                TimedEvent::Heartbeat | TimedEvent::CacheCleaning => None,
+                TimedEvent::Heartbeat
+                | TimedEvent::CacheCleaning
+                | TimedEvent::ResumePacedPush
+                | TimedEvent::HeartbeatAfterFragments => None,
               };
               if to_reader == Some(self.reader_guid) {
                 found.push(event);
