@@ -43,4 +43,5 @@ if [ "${1:-}" = "--test" ]; then
     ros-node/tests/peer/setup.sh >&2
     # numpy, to load the CLI's --npz archives in cli/tests/formats.rs.
     cli/tests/numpy/setup.sh >&2
+    scripts/ros2/setup-rclpy.sh >&2 # rclpy (Kilted, Jazzy) + surfcl_msgs for tests/ros2_interop.rs
 fi

@@ -1,0 +1,5 @@
+#!/bin/bash
+
+cd ../build
+cmake ..
+make
