@@ -4,7 +4,7 @@
 //! rotation and the normalisation are fixed-point here, so the results are close to, not equal
 //! to, the `f32` path's (compared in the tests).
 
-use super::{
+use super::arith::{
     POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, f32_from_fixed, fixed_from_f32,
     isqrt_u128, round_fixed, sincos_q30,
 };

@@ -5,7 +5,7 @@
 //! intervals 1 and 2, the decision on each candidate, the strongest-N sink. Only the responses
 //! and the decision differ.
 
-use super::SurfConfig;
+use super::config::SurfConfig;
 use super::decide::{Refinement, SampleSite, laplacian_at, refine_candidate};
 use super::fixed::{FixedCube, fill_fixed, fixed_threshold, refine_fixed};
 use super::response::{PortableBoxSums, fill_f32_bits};

@@ -5,8 +5,9 @@
 //! image (what the packed mode does for each 8-bit candidate, and what a GPU path can call on
 //! the candidates it read back). The counts of a detection ([`DetectStats`]) are kept here too.
 
+use super::config::SurfConfig;
+use super::geometry::{filter_size, grid_size, sample_step};
 use super::response::Filter;
-use super::{SurfConfig, filter_size, grid_size, sample_step};
 use crate::integral::IntegralImage;
 use crate::keypoint::{Keypoint, KeypointSink};
 use crate::math;

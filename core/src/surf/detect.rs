@@ -5,12 +5,13 @@
 use core::ops::Range;
 
 use super::arith::Arithmetic;
+use super::config::{INTERVALS, Precision, SurfConfig, SurfError};
 use super::decide::{DetectStats, nms_border};
 use super::fill::OctaveFill;
+use super::geometry::{grid_size, sample_step, scratch_len};
 use super::packed::PackedResponses;
 use super::response::PortableBoxSums;
 use super::scan::{MapRows, scan_interval_rows, scan_packed};
-use super::{INTERVALS, Precision, SurfConfig, SurfError, grid_size, sample_step, scratch_len};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
 

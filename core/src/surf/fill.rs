@@ -4,13 +4,12 @@
 use core::ops::Range;
 
 use super::arith::Float;
+use super::config::{Precision, SurfConfig, SurfError};
 use super::decide::DetectStats;
+use super::geometry::{check_octave, grid_size, sample_step, words_per_sample};
 use super::packed::PackedCodeTable;
 use super::response::{BoxSums, fill_f32_bits, fill_packed};
 use super::scan::{MapRows, scan_interval_rows};
-use super::{
-    Precision, SurfConfig, SurfError, check_octave, grid_size, sample_step, words_per_sample,
-};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
 

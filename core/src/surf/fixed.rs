@@ -11,10 +11,11 @@
 //!   offset does not depend on a common scale of the cube), then the adjugate and determinant of
 //!   `4 H` are exact `i64`, and the offsets are Q16 quotients.
 
+use super::config::{INTERVALS, MAX_OCTAVES, SurfConfig};
 use super::decide::{Refinement, SampleSite, strict_maximum};
+use super::geometry::{filter_size, grid_size, sample_step};
 use super::response::Filter;
-use super::{INTERVALS, MAX_OCTAVES, SurfConfig, filter_size, sample_step};
-use crate::fixed::{POS_FRAC, RESPONSE_FRAC, f32_from_fixed, fixed_from_f32};
+use crate::fixed::arith::{POS_FRAC, RESPONSE_FRAC, f32_from_fixed, fixed_from_f32};
 use crate::integral::IntegralImage;
 use crate::keypoint::Keypoint;
 
@@ -208,7 +209,7 @@ fn newton_fixed(c: &FixedCube) -> Option<(i64, i64, i64)> {
 /// maps) for [`super::FixedPoint`].
 pub(crate) fn fill_fixed(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
     let step = sample_step(config, octave);
-    let (gw, gh) = super::grid_size(ii.width(), ii.height(), step);
+    let (gw, gh) = grid_size(ii.width(), ii.height(), step);
     let stride = ii.width() + 1;
     let filters = [0, 1, 2, 3].map(|i| Filter::octave(octave, i, stride));
     let norms = FIXED_NORMS
@@ -229,7 +230,7 @@ pub(crate) fn fill_fixed(ii: &IntegralImage, config: &SurfConfig, octave: u32, m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::surf::{RESPONSE_NORMS, response_at};
+    use crate::surf::response::{RESPONSE_NORMS, response_at};
 
     #[test]
     fn fixed_responses_match_the_f32_definition() {

@@ -53,20 +53,19 @@
 //! assert_eq!(kp.laplacian, -1); // bright blob
 //! ```
 
-use core::fmt;
-
-use crate::image::{ImageError, check_dimensions};
-
 mod arith;
+mod config;
 mod decide;
 mod detect;
 mod fill;
 mod fixed;
+mod geometry;
 mod packed;
 mod response;
 mod scan;
 
 pub use arith::{Arithmetic, FixedPoint, Float};
+pub use config::{INTERVALS, MAX_OCTAVES, Precision, SurfConfig, SurfError};
 pub use decide::{
     DetectStats, Refinement, ResponseCube, SampleSite, exact_cube, nms_border, refine_candidate,
     refine_exact,
@@ -76,245 +75,12 @@ pub use detect::{
     scratch_len_with,
 };
 pub use fill::{OctaveFill, OctaveMaps};
+pub use geometry::{filter_size, grid_size, sample_step, scratch_capacity, scratch_len};
 pub use packed::{PackedCodeTable, PackedResponses, pack_byte, unpack_byte};
 pub use response::{
     BoxSums, InlineBoxSums, PortableBoxSums, RESPONSE_NORMS, column_scratch_len,
     compute_octave_f32, compute_octave_packed, response_at, response_norm,
 };
-
-/// Largest number of octaves.
-pub const MAX_OCTAVES: u8 = 6;
-
-/// Number of intervals (filter sizes) per octave.
-pub const INTERVALS: u32 = 4;
-
-/// How the response maps are stored during detection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Precision {
-    /// One `f32` per sample and interval (16 bytes per sample).
-    #[default]
-    F32,
-    /// One byte per sample and interval, four intervals per `u32` word (4 bytes per sample);
-    /// candidates are screened on the bytes and recomputed exactly. Same keypoints as
-    /// [`Precision::F32`].
-    Packed8,
-}
-
-/// Configuration of the SURF detector, shared by the CPU reference and the OpenCL pipeline.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SurfConfig {
-    /// Number of octaves, `1..=6` (default 4).
-    pub octaves: u8,
-    /// Sample step of octave 0, 1 or 2 (default 2); octave `o` samples every
-    /// `init_sample_step * 2^o` pixels.
-    pub init_sample_step: u8,
-    /// Response threshold in OpenSURF units (intensities in `[0, 1]`, responses normalised by the
-    /// filter area); finite and `>= 0` (default 0.0004).
-    pub threshold: f32,
-    /// Storage of the response maps.
-    pub precision: Precision,
-    /// Upright descriptors (no orientation assignment). Detection ignores it; it travels with the
-    /// configuration so that one value configures a whole pipeline.
-    pub upright: bool,
-}
-
-impl Default for SurfConfig {
-    fn default() -> Self {
-        Self {
-            octaves: 4,
-            init_sample_step: 2,
-            threshold: 0.0004,
-            precision: Precision::F32,
-            upright: false,
-        }
-    }
-}
-
-impl SurfConfig {
-    /// Checks every field; both the CPU and the GPU paths call it before use.
-    pub fn validate(&self) -> Result<(), SurfError> {
-        if !(1..=MAX_OCTAVES).contains(&self.octaves) {
-            return Err(SurfError::InvalidOctaves(self.octaves));
-        }
-        if !matches!(self.init_sample_step, 1 | 2) {
-            return Err(SurfError::InvalidSampleStep(self.init_sample_step));
-        }
-        // Decided on the bits, not with float comparisons: the fixed-point path validates the
-        // same configuration and must not pull software floating point into an FPU-less build.
-        // Finite: the exponent is not all ones; `>= 0`: the sign bit is clear, or the value is
-        // -0.0.
-        let bits = self.threshold.to_bits();
-        let finite = bits & 0x7f80_0000 != 0x7f80_0000;
-        let non_negative = bits >> 31 == 0 || bits == 0x8000_0000;
-        if !(finite && non_negative) {
-            return Err(SurfError::InvalidThreshold(self.threshold));
-        }
-        Ok(())
-    }
-}
-
-/// Why a SURF operation was rejected.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SurfError {
-    /// The image size is invalid.
-    Image(ImageError),
-    /// The threshold is NaN, infinite or negative.
-    InvalidThreshold(f32),
-    /// The number of octaves is not in `1..=6`.
-    InvalidOctaves(u8),
-    /// The initial sample step is not 1 or 2.
-    InvalidSampleStep(u8),
-    /// An octave index is not below the configured number of octaves.
-    OctaveOutOfRange {
-        /// The octave asked for.
-        octave: u32,
-        /// The configured number of octaves.
-        octaves: u8,
-    },
-    /// A scratch or output buffer is too short (or, for outputs, not the exact length).
-    ScratchLength {
-        /// Length required.
-        expected: usize,
-        /// Length given.
-        actual: usize,
-    },
-    /// An interval of an octave's scan is not 1 or 2 (the intervals with a scale above and
-    /// below).
-    Interval(u32),
-    /// The first interval of a fill is not 0 or 2 ([`OctaveFill::starting_at`]).
-    FirstInterval(u32),
-    /// `Packed8` maps were given to a scan of `f32` maps ([`OctaveMaps::scan_rows`]): the
-    /// detection scans packed maps itself.
-    PackedMaps,
-}
-
-impl fmt::Display for SurfError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SurfError::Image(e) => write!(f, "invalid image: {e}"),
-            SurfError::InvalidThreshold(t) => {
-                write!(f, "threshold {t} is not a finite number >= 0")
-            }
-            SurfError::InvalidOctaves(o) => {
-                write!(f, "{o} octaves requested, 1..={MAX_OCTAVES} supported")
-            }
-            SurfError::InvalidSampleStep(s) => {
-                write!(f, "initial sample step {s} is not 1 or 2")
-            }
-            SurfError::OctaveOutOfRange { octave, octaves } => {
-                write!(f, "octave {octave} requested, only {octaves} configured")
-            }
-            SurfError::Interval(i) => write!(f, "interval {i} scanned, only 1 and 2 have maxima"),
-            SurfError::FirstInterval(i) => {
-                write!(
-                    f,
-                    "a fill from interval {i}: only 0 and 2 are shared boundaries"
-                )
-            }
-            SurfError::PackedMaps => write!(f, "packed maps given to a scan of f32 maps"),
-            SurfError::ScratchLength { expected, actual } => {
-                write!(f, "buffer has {actual} words, {expected} required")
-            }
-        }
-    }
-}
-
-impl core::error::Error for SurfError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            SurfError::Image(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ImageError> for SurfError {
-    fn from(e: ImageError) -> Self {
-        SurfError::Image(e)
-    }
-}
-
-/// Filter size `L(o, i) = 3 ((i + 1) 2^(o + 1) + 1)` of octave `octave` (0-based), interval
-/// `interval` (0..4). Octave 0: 9, 15, 21, 27; octave 1: 15, 27, 39, 51; octave 5 ends at 771.
-/// Saturates instead of overflowing for out-of-range arguments.
-pub fn filter_size(octave: u32, interval: u32) -> u32 {
-    let pow = 1u32.checked_shl(octave.saturating_add(1)).unwrap_or(0);
-    interval
-        .saturating_add(1)
-        .saturating_mul(pow)
-        .saturating_add(1)
-        .saturating_mul(3)
-}
-
-/// Sample step of `octave`: `init_sample_step * 2^octave` pixels.
-pub fn sample_step(config: &SurfConfig, octave: u32) -> u32 {
-    u32::from(config.init_sample_step).saturating_mul(1u32.checked_shl(octave).unwrap_or(0))
-}
-
-/// The sample grid of an octave with sample step `step`: `(width / step, height / step)`.
-/// A zero step gives an empty grid.
-pub fn grid_size(width: usize, height: usize, step: u32) -> (usize, usize) {
-    let step = step as usize;
-    (
-        width.checked_div(step).unwrap_or(0),
-        height.checked_div(step).unwrap_or(0),
-    )
-}
-
-/// Number of `u32` scratch words [`detect`] needs for a `width x height` image: the response maps
-/// of one octave at a time (octave 0 is the largest), 4 words per sample in [`Precision::F32`]
-/// and 1 in [`Precision::Packed8`]. May be 0 for tiny images. Checks the configuration and the
-/// size; see [`scratch_capacity`] for sizing a static buffer.
-pub fn scratch_len(config: &SurfConfig, width: usize, height: usize) -> Result<usize, SurfError> {
-    config.validate()?;
-    check_dimensions(width, height)?;
-    Ok(scratch_capacity(
-        width,
-        height,
-        config.precision,
-        config.init_sample_step,
-    ))
-}
-
-/// The scratch words of the largest frame, as a `const fn` so that firmware can size a `static`
-/// with it: `(max_width / s) * (max_height / s) * words` with `s = init_sample_step` (octave 0's
-/// grid) and `words` 4 for [`Precision::F32`], 1 for [`Precision::Packed8`]
-/// (`static mut SCRATCH: [u32; scratch_capacity(320, 240, Precision::Packed8, 2)]`: 19 200
-/// words). Every image of at most `max_width x max_height` pixels, with the same precision and
-/// step, needs at most this many (its [`scratch_len`]). Saturates; a step of 0 gives 0; no checks.
-pub const fn scratch_capacity(
-    max_width: usize,
-    max_height: usize,
-    precision: Precision,
-    init_sample_step: u8,
-) -> usize {
-    if init_sample_step == 0 {
-        return 0;
-    }
-    let step = init_sample_step as usize;
-    (max_width / step)
-        .saturating_mul(max_height / step)
-        .saturating_mul(words_per_sample(precision))
-}
-
-/// `u32` words per sample of a response map.
-const fn words_per_sample(precision: Precision) -> usize {
-    match precision {
-        Precision::F32 => INTERVALS as usize,
-        Precision::Packed8 => 1,
-    }
-}
-
-/// Checks that `octave` is configured.
-fn check_octave(config: &SurfConfig, octave: u32) -> Result<(), SurfError> {
-    if octave >= u32::from(config.octaves) {
-        return Err(SurfError::OctaveOutOfRange {
-            octave,
-            octaves: config.octaves,
-        });
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 pub(crate) mod test_util;

@@ -19,7 +19,7 @@
 //! assert_eq!(view.laplacian(0, 0, 1), -1);
 //! ```
 
-use super::SurfError;
+use super::config::SurfError;
 
 /// Number of non-zero codes.
 pub const CODES: usize = 127;

@@ -1,11 +1,9 @@
 //! Box-filter Hessian responses: exact integer terms, the bit-exact `f32` response, and whole
 //! octaves in `f32` or packed 8-bit form.
 
+use super::config::{INTERVALS, MAX_OCTAVES, Precision, SurfConfig, SurfError};
+use super::geometry::{check_octave, filter_size, grid_size, sample_step, words_per_sample};
 use super::packed::{PackedCodeTable, pack_byte};
-use super::{
-    INTERVALS, MAX_OCTAVES, SurfConfig, SurfError, check_octave, filter_size, grid_size,
-    sample_step, words_per_sample,
-};
 use core::ops::Range;
 
 use crate::integral::IntegralImage;
@@ -666,7 +664,7 @@ pub(crate) fn fill_f32_bits<B: BoxSums>(
     out: &mut [u32],
     from: usize,
 ) {
-    debug_assert!(words_per_sample(super::Precision::F32) == 4);
+    debug_assert!(words_per_sample(Precision::F32) == 4);
     match columns {
         Some(columns) => {
             fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out, from)

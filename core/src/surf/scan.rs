@@ -6,9 +6,9 @@
 use core::ops::Range;
 
 use super::arith::Arithmetic;
+use super::config::{INTERVALS, SurfConfig};
 use super::decide::{DetectStats, SampleSite, nms_border, record, refine_exact, strict_maximum};
 use super::packed::PackedResponses;
-use super::{INTERVALS, SurfConfig};
 use crate::integral::IntegralImage;
 use crate::keypoint::KeypointSink;
 
