@@ -9,7 +9,7 @@ CARGO ?= cargo
 OUT ?= out
 BOAT := data/oxford-boat
 
-.PHONY: demo test fuzz deps deps-test build nostd-check soak fmt-check clippy ci
+.PHONY: demo test fuzz deps deps-test build nostd-check structure-check soak fmt-check clippy ci
 
 deps:
 	scripts/install-deps.sh
@@ -32,7 +32,16 @@ demo: build
 # (tests/tests/robustness_regressions.rs); new fuzzing is `make fuzz`.
 test: deps-test
 	$(CARGO) test --workspace
+	$(CARGO) test -p surfcl-gpu --no-default-features --test without_libopencl
 	$(MAKE) nostd-check
+	$(MAKE) structure-check
+
+# The shape rules of docs/ARCHITECTURE.md: no import circle between the files of a crate, and no
+# function over 120 lines outside tests and kernels (80 in the ROS node).
+structure-check:
+	@for c in core gpu-runner cli ros-node; do python3 scripts/test/import-circles.py $$c/src || exit 1; done
+	python3 scripts/test/long-functions.py core/src gpu-runner/src cli/src
+	python3 scripts/test/long-functions.py --max 80 ros-node/src
 
 # Coverage-guided fuzzing (nightly toolchain + cargo-fuzz, both installed by scripts/test/fuzz.sh when
 # missing): FUZZ_SECONDS per target (longer campaigns: FUZZ_SECONDS=600).
@@ -95,8 +104,12 @@ cross-mcu: deps-cross
 
 cross-linux: deps-cross
 	$(CROSS_CARGO) build --release --locked --target $(LINUX_CROSS) --target-dir $(CROSS_DIR) \
+		-p surfcl-cli --no-default-features --bins
+	cp $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/surfcl-cpu-only
+	$(CROSS_CARGO) build --release --locked --target $(LINUX_CROSS) --target-dir $(CROSS_DIR) \
 		-p surfcl-cli -p surfcl-ros --bins
-	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node
+	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node \
+		$(CROSS_DIR)/$(LINUX_CROSS)/surfcl-cpu-only
 
 # One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32|fixed]
 # (fixed: integer-only detection, orientation and Q7 descriptors, for parts without an FPU)

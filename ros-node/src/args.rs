@@ -602,7 +602,10 @@ mod tests {
             "n --ros-args -p image_transport:=jpeg --",
         ] {
             assert!(
-                matches!(parse(&args(bad), &RosEnv::default()), Parsed::Exit { code: 2, .. }),
+                matches!(
+                    parse(&args(bad), &RosEnv::default()),
+                    Parsed::Exit { code: 2, .. }
+                ),
                 "{bad}"
             );
         }

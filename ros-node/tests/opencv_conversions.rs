@@ -60,8 +60,7 @@ fn cv_python() -> PathBuf {
 
 /// Runs the `surfcl` command line in this process; panics unless it succeeds.
 fn surfcl(args: &[&str]) {
-    let status =
-        surfcl_cli::main_with_args(std::iter::once("surfcl").chain(args.iter().copied()));
+    let status = surfcl_cli::main_with_args(std::iter::once("surfcl").chain(args.iter().copied()));
     assert_eq!(status, ExitCode::SUCCESS, "surfcl {args:?}");
 }
 

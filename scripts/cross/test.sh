@@ -101,6 +101,16 @@ if [ "${SKIP_AARCH64:-0}" != 1 ]; then
         echo "aarch64 detect --backend auto took $(( ($(date +%s%N) - start) / 1000000 )) ms under qemu"
         scripts/cross/compare-keypoints.py json "$work/aarch64.json" "$work/host-frame.json" || status=1
     done
+    # The CPU-only build (no `opencl` feature) is what a board without libOpenCL.so.1 runs.
+    cpu_only="$cross_dir/aarch64-unknown-linux-gnu/surfcl-cpu-only"
+    echo "== aarch64 CPU-only surfcl: no libOpenCL needed, same keypoints"
+    if readelf -d "$cpu_only" | grep -q 'libOpenCL'; then
+        echo "cross-test: the CPU-only aarch64 build links libOpenCL" >&2
+        status=1
+    fi
+    timeout 300 "${qemu_aarch64[@]}" "$cpu_only" detect "$image" --json "$work/cpu-only.json" >/dev/null || status=1
+    "$host" detect "$image" --backend cpu --json "$work/host-frame.json" >/dev/null
+    scripts/cross/compare-keypoints.py json "$work/cpu-only.json" "$work/host-frame.json" || status=1
 fi
 
 [ $status -eq 0 ] && echo "cross-test: ok" || echo "cross-test: FAILED" >&2
