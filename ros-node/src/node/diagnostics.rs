@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use ros2_client::Publisher;
 
-use super::{Shared, StageTimes, Stats, lock};
+use super::shared::{Shared, lock};
+use super::stats::{StageTimes, Stats};
 use crate::msg::{self, Header};
 
 /// Spawns the task that publishes a report on `publisher` every second.

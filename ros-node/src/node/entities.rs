@@ -10,7 +10,8 @@ use ros2_client::dds::rustdds::{
 use ros2_client::qos::{History, WhenFull};
 use ros2_client::{Context, Message, Name, Node, NodeName, Publisher, QosProfile, Subscription};
 
-use super::{NodeConfig, NodeError, TopicReliability, resolve_topic, ros_err};
+use super::config::{NodeConfig, TopicReliability, resolve_topic};
+use super::error::{NodeError, ros_err};
 use crate::discovery::Networks;
 use crate::msg::{self, Image, MatchArray};
 use crate::pixels::Received;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ros2_client::{Context, Node};
 
-use super::Shared;
+use super::shared::Shared;
 
 /// Bits of [`Shared::subscribed`]: an output topic with at least one subscriber.
 pub(super) const KEYPOINTS: u8 = 1;

@@ -27,255 +27,40 @@
 //! area). On the CPU backend a `mono8` message without row padding is handed to the backend as
 //! it arrived; other encodings and padded rows are converted once into a reused gray buffer.
 
+mod config;
 mod diagnostics;
 pub mod entities;
+mod error;
 mod graph;
+mod logger;
 pub mod parameters;
 mod process;
 mod publish;
 mod receive;
+mod shared;
+mod slot;
 mod stats;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ros2_client::ros2::LogLevel;
-use ros2_client::{Node, NodeLoggingHandle, NodeName, Subscription, rosout};
+use ros2_client::{Node, NodeName, Subscription};
 
 pub use crate::compressed::ImageTransport;
-use crate::discovery::Discovery;
-use crate::frames::InputFrames;
-use crate::logging::LogLevels;
 use crate::params::NodeParams;
-use crate::pixels::{PixelBuffers, Received};
-use crate::processor::{Processor, ProcessorFactory};
-use crate::wire::BufferPool;
+use crate::pixels::Received;
+use crate::processor::ProcessorFactory;
 
+pub use config::{DEFAULT_SOCKET_RECEIVE_BUFFER, NodeConfig, TopicReliability, resolve_topic};
 pub use entities::effective_receive_buffer;
-use receive::Slot;
+pub use error::NodeError;
+use error::ros_err;
+use logger::Logger;
+use shared::{Shared, lock};
 pub use stats::{StageTimes, Stats};
-
-/// Errors while starting the node.
-#[derive(Debug, thiserror::Error)]
-pub enum NodeError {
-    /// A node or topic name is not a valid ROS name.
-    #[error("invalid name {name:?}: {reason}")]
-    Name {
-        /// The name.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// The DDS participant or a ROS entity could not be created.
-    #[error("ROS 2: {0}")]
-    Ros(String),
-    /// A thread could not be started.
-    #[error("cannot start a node thread: {0}")]
-    Thread(#[from] std::io::Error),
-}
-
-/// Reliability of a topic: the image subscription (default best effort) or the keypoints and
-/// matches publishers (default reliable).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TopicReliability {
-    /// Best effort (the ROS sensor-data profile). Image subscription: matches every camera
-    /// driver; a frame that loses a fragment on the way is lost (and counted, see
-    /// [`Stats::lost`]). Outputs: every subscriber matches; a message that loses a fragment is
-    /// lost for that subscriber, and the writer keeps only its last 5 messages, so their
-    /// buffers are reused at once (RustDDS keeps a reliable writer's acknowledged messages
-    /// until its cleaning pass, every 6 s: megabytes a second of fresh memory at 1080p).
-    #[default]
-    BestEffort,
-    /// Reliable: lost fragments are repaired. A reliable reader only matches reliable writers
-    /// (DDS rule: a best-effort writer and a reliable reader do not match).
-    Reliable,
-}
-
-impl TopicReliability {
-    /// Parses `best_effort` / `reliable` (also `best-effort`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "best_effort" | "best-effort" | "besteffort" => Some(Self::BestEffort),
-            "reliable" => Some(Self::Reliable),
-            _ => None,
-        }
-    }
-    /// The name used on the command line and in the start-up log.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::BestEffort => "best_effort",
-            Self::Reliable => "reliable",
-        }
-    }
-}
-
-/// Default `SO_RCVBUF` request for the DDS sockets: 64 MiB, room for a few 24 MB frames that
-/// arrive faster than the DDS event loop drains them. Linux grants at most
-/// `net.core.rmem_max` (times two for its bookkeeping); see `ros-node/README.md`.
-pub const DEFAULT_SOCKET_RECEIVE_BUFFER: usize = 64 << 20;
-
-/// How to start the node.
-#[derive(Debug, Clone)]
-pub struct NodeConfig {
-    /// Node base name (`__node:=`).
-    pub node_name: String,
-    /// Namespace, absolute (`__ns:=`).
-    pub namespace: String,
-    /// Topic remappings `from -> to` (`-r from:=to`); names resolve against the namespace.
-    pub remaps: Vec<(String, String)>,
-    /// DDS domain (`ROS_DOMAIN_ID`).
-    pub domain_id: u16,
-    /// History depth of the image subscription.
-    pub image_qos_depth: usize,
-    /// Reliability of the image subscription.
-    pub image_reliability: TopicReliability,
-    /// image_transport's transport of the image subscription: `sensor_msgs/Image` on the image
-    /// topic, or `sensor_msgs/CompressedImage` on `<image>/compressed`.
-    pub image_transport: ImageTransport,
-    /// Reliability of the `keypoints`, `matches` and `debug_image` publishers (keep last 5
-    /// either way).
-    pub output_reliability: TopicReliability,
-    /// Bytes of encoded `keypoints` buffers kept for reuse at most (`wire::BufferPool`): with
-    /// reliable outputs RustDDS hands back 6 s of messages at once, which the pool keeps, so
-    /// that the next 6 s encode into memory already mapped.
-    pub output_buffers_bytes: usize,
-    /// `SO_RCVBUF` requested for the DDS sockets, bytes (0: RustDDS's default, 8 MiB).
-    pub socket_receive_buffer: usize,
-    /// How peers are discovered (`ROS_AUTOMATIC_DISCOVERY_RANGE` and friends). The default
-    /// here is `LOCALHOST`, so that a library user opts in to the network; `surfcl-node` reads
-    /// the environment as ROS 2 does (`SUBNET` unless set, see [`crate::args`]).
-    pub discovery: Discovery,
-    /// Initial parameter values.
-    pub params: NodeParams,
-    /// Also print log lines on stderr (they always go to `/rosout`).
-    pub log_to_stderr: bool,
-    /// `--log-level`: the node logs messages at or above its level.
-    pub log_levels: LogLevels,
-    /// `use_sim_time` (declared with this value; ros2-client then stamps with `/clock`).
-    pub use_sim_time: bool,
-    /// Warnings from reading the configuration (unknown parameters), logged at start.
-    pub warnings: Vec<String>,
-    /// Open the backend while starting (so the start-up log names the device); otherwise it is
-    /// opened for the first frame. Either way a backend that cannot be opened fails frames, not
-    /// the node, and is tried again for the next frame.
-    pub open_backend_at_start: bool,
-}
-
-impl Default for NodeConfig {
-    fn default() -> Self {
-        Self {
-            node_name: "surfcl_node".into(),
-            namespace: "/".into(),
-            remaps: Vec::new(),
-            domain_id: 0,
-            image_qos_depth: 2,
-            image_reliability: TopicReliability::BestEffort,
-            image_transport: ImageTransport::Raw,
-            output_reliability: TopicReliability::Reliable,
-            output_buffers_bytes: BufferPool::DEFAULT_MAX_BYTES,
-            socket_receive_buffer: DEFAULT_SOCKET_RECEIVE_BUFFER,
-            discovery: Discovery::localhost(""),
-            params: NodeParams::default(),
-            log_to_stderr: true,
-            log_levels: LogLevels::default(),
-            use_sim_time: false,
-            warnings: Vec::new(),
-            open_backend_at_start: false,
-        }
-    }
-}
-
-/// Resolves a topic name the way ROS does: absolute names stay, relative ones go under the
-/// namespace; then a remapping whose (resolved) source equals the result replaces it.
-pub fn resolve_topic(name: &str, namespace: &str, remaps: &[(String, String)]) -> String {
-    let absolute = |n: &str| {
-        if n.starts_with('/') {
-            n.to_string()
-        } else if namespace.ends_with('/') {
-            format!("{namespace}{n}")
-        } else {
-            format!("{namespace}/{n}")
-        }
-    };
-    let resolved = absolute(name);
-    for (from, to) in remaps {
-        if absolute(from) == resolved {
-            return absolute(to);
-        }
-    }
-    resolved
-}
-
-/// Logs to `/rosout` and (optionally) stderr.
-struct Logger {
-    handle: NodeLoggingHandle,
-    name: String,
-    stderr: bool,
-    /// Messages below it are not logged (`--log-level`).
-    level: LogLevel,
-}
-
-impl Logger {
-    fn new(node: &Node, config: &NodeConfig) -> Self {
-        Self {
-            handle: node.logging_handle(),
-            name: config.node_name.clone(),
-            stderr: config.log_to_stderr,
-            level: config.log_levels.level_of(&config.node_name),
-        }
-    }
-    fn log(&self, level: LogLevel, text: &str) {
-        if level < self.level {
-            return;
-        }
-        if self.stderr {
-            eprintln!("[{level:?}] [{}]: {text}", self.name);
-        }
-        rosout!(self.handle, level, "{}", text);
-    }
-}
-
-/// What the node's threads and tasks share.
-struct Shared {
-    slot: Mutex<Slot>,
-    /// Pixel buffers of finished frames, reused by the receive thread.
-    pixels: PixelBuffers,
-    /// The backend's input frames: made by the processing thread, filled by the receive thread.
-    frames: InputFrames,
-    ready: Condvar,
-    stop: AtomicBool,
-    stats: Mutex<Stats>,
-    params: Mutex<NodeParams>,
-    /// A processor opened while validating a `backend`/`device` change (or at start), handed to
-    /// the thread.
-    staged: Mutex<Option<(NodeParams, Box<dyn Processor>)>>,
-    /// Which outputs have subscribers (`graph`'s bits), for `lazy`.
-    subscribed: AtomicU8,
-}
-
-impl Shared {
-    fn new(params: &NodeParams) -> Self {
-        Self {
-            pixels: PixelBuffers::default(),
-            frames: InputFrames::default(),
-            slot: Mutex::new(Slot::default()),
-            ready: Condvar::new(),
-            stop: AtomicBool::new(false),
-            stats: Mutex::new(Stats::default()),
-            params: Mutex::new(params.clone()),
-            staged: Mutex::new(None),
-            subscribed: AtomicU8::new(0),
-        }
-    }
-}
-
-/// Locks, recovering the data if another thread panicked while holding the lock (the counters
-/// and parameters stay meaningful; refusing to go on would take the whole node down).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// How long [`RunningNode::stop`] gives DDS discovery to announce that the node's readers and
 /// writers are gone before the participant itself is closed.
@@ -342,10 +127,6 @@ impl Drop for RunningNode {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-fn ros_err(e: impl std::fmt::Debug) -> NodeError {
-    NodeError::Ros(format!("{e:?}"))
 }
 
 fn node_name(config: &NodeConfig) -> Result<NodeName, NodeError> {
@@ -468,22 +249,4 @@ pub fn start(
         node: Some(node),
         fqn,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_resolution_and_remapping() {
-        let none: Vec<(String, String)> = vec![];
-        assert_eq!(resolve_topic("image", "/", &none), "/image");
-        assert_eq!(resolve_topic("image", "/robot", &none), "/robot/image");
-        assert_eq!(resolve_topic("/image", "/robot", &none), "/image");
-        let r = vec![("image".to_string(), "/camera/image_raw".to_string())];
-        assert_eq!(resolve_topic("image", "/robot", &r), "/camera/image_raw");
-        assert_eq!(resolve_topic("keypoints", "/robot", &r), "/robot/keypoints");
-        let r = vec![("/robot/image".to_string(), "cam".to_string())];
-        assert_eq!(resolve_topic("image", "/robot", &r), "/robot/cam");
-    }
 }

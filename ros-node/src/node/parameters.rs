@@ -8,7 +8,8 @@ use std::sync::Arc;
 use ros2_client::parameters::{NumericRange, ParameterDescriptor, ParameterType};
 use ros2_client::{NodeOptions, ParameterValue};
 
-use super::{NodeConfig, Shared, lock};
+use super::config::NodeConfig;
+use super::shared::{Shared, lock};
 use crate::params::{self, Range};
 use crate::processor::ProcessorFactory;
 

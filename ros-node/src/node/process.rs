@@ -8,10 +8,14 @@ use std::time::{Duration, Instant};
 use ros2_client::ros2::LogLevel;
 use surfcl_core::GrayImage;
 
+use super::config::NodeConfig;
 use super::entities::Outputs;
+use super::graph;
+use super::logger::Logger;
 use super::publish::{self, DebugPicture};
-use super::receive::Frame;
-use super::{Logger, NodeConfig, Shared, StageTimes, graph, lock};
+use super::shared::{Shared, lock};
+use super::slot::Frame;
+use super::stats::StageTimes;
 use crate::convert::{self, Layout};
 use crate::frames::PooledFrame;
 use crate::msg::{Header, Image, MatchMsg};

@@ -8,7 +8,8 @@ use ros2_client::ros2::LogLevel;
 use surfcl_core::Keypoint;
 
 use super::entities::Outputs;
-use super::{Logger, StageTimes};
+use super::logger::Logger;
+use super::stats::StageTimes;
 use crate::msg::{Header, Image, MatchArray, MatchMsg};
 use crate::params::NodeParams;
 use crate::processor::Detection;

@@ -12,46 +12,13 @@ use ros2_client::{MessageInfo, Subscription};
 use serde::de::{DeserializeSeed, Deserializer};
 use smol::stream::StreamExt;
 
-use super::{Logger, Shared, lock};
+use super::logger::Logger;
+use super::shared::{Shared, lock};
+use super::slot::{Arrival, Frame};
 use crate::compressed::{Codec, ImageTransport};
-use crate::convert::{self, DropKind, Layout, LoggedKinds};
-use crate::frames::PooledFrame;
+use crate::convert::{self, DropKind, LoggedKinds};
 use crate::msg::Image;
-use crate::pixels::{PixelBuffers, ReceiveSeed, Received};
-
-/// When and how a frame arrived.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Arrival {
-    pub(super) taken: Instant,
-    pub(super) transport_ms: f64,
-    pub(super) deserialise_ms: f64,
-    pub(super) receive_convert_ms: f64,
-}
-
-/// A validated frame waiting for the processing thread. Dropped (processed, or replaced in the
-/// slot), it gives its pixel buffer back for the next image to be received into, and its input
-/// frame back to the pool.
-pub(super) struct Frame {
-    /// The message; without `data` when the pixels are in `gray`.
-    pub(super) image: Image,
-    pub(super) layout: Layout,
-    pub(super) arrival: Arrival,
-    pixels: PixelBuffers,
-    /// The gray pixels in one of the backend's input frames, converted on receipt.
-    pub(super) gray: Option<PooledFrame>,
-}
-
-impl Drop for Frame {
-    fn drop(&mut self) {
-        self.pixels.give(std::mem::take(&mut self.image.data));
-    }
-}
-
-/// The newest valid frame waiting for the processing thread.
-#[derive(Default)]
-pub(super) struct Slot {
-    pub(super) frame: Option<Frame>,
-}
+use crate::pixels::{ReceiveSeed, Received};
 
 /// Deserialises an [`Image`] into an input frame or a reused pixel buffer ([`ReceiveSeed`]) and
 /// records how long that took (nanoseconds) in `nanos`.

@@ -149,8 +149,7 @@ impl BufferPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::encode::{Q7Source, encode_keypoint_parts};
-    use crate::wire::encode_detection;
+    use crate::wire::encode::{Q7Source, encode_detection, encode_keypoint_parts};
     use crate::wire::test_messages::{keypoints, serde_cdr};
     use surfcl_core::config::DescriptorKind;
     use surfcl_core::{DESCRIPTOR_LEN, Descriptor, Keypoint};
