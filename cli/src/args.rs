@@ -31,7 +31,8 @@ pub struct DetectOptions {
     /// Interest point detector.
     #[arg(long, value_parser = named::<DetectorKind>(), default_value = "surf")]
     pub detector: DetectorKind,
-    /// Where the work runs: OpenCL with CPU fallback (auto), OpenCL only, or the CPU reference.
+    /// Where the work runs: auto (an OpenCL GPU or accelerator, else the native CPU backend),
+    /// opencl (any OpenCL device, PoCL included), or cpu (the native CPU backend).
     #[arg(long, value_parser = named::<BackendChoice>(), default_value = "auto")]
     pub backend: BackendChoice,
     /// OpenCL device: an index from `surfcl devices` or a name substring.
