@@ -131,21 +131,23 @@ def child_module_dir(path):
 
 
 def scan(root, limit):
-    reports, skipped_files, files = [], set(), []
+    files = []
     for folder, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
         files += [os.path.join(folder, n) for n in sorted(names) if n.endswith('.rs')]
-    for path in files:  # parents are listed before their children
-        if path in skipped_files:
-            continue
+    parsed = {}
+    for path in files:
         with open(path, encoding='utf-8') as f:
-            code, test_mods = drop_test_items(strip(f.read()))
+            parsed[path] = drop_test_items(strip(f.read()))
+    test_files = set()
+    for path, (_, test_mods) in parsed.items():
         for name in test_mods:
             base = os.path.join(child_module_dir(path), name)
-            skipped_files.update({base + '.rs', os.path.join(base, 'mod.rs')})
-            skipped_files.update(p for p in files if p.startswith(base + os.sep))
-        reports += [(path, *hit) for hit in long_functions(code, limit)]
-    return reports
+            test_files.update(p for p in files
+                              if p in (base + '.rs', os.path.join(base, 'mod.rs'))
+                              or p.startswith(base + os.sep))
+    return [(path, *hit) for path in files if path not in test_files
+            for hit in long_functions(parsed[path][0], limit)]
 
 
 def main():
