@@ -48,7 +48,7 @@ use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 #[cfg(feature = "opencl")]
 use surfcl_gpu::backend::DetectorKind;
-use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, StageTiming};
+use surfcl_gpu::backend::{Backend, BackendChoice, DescriptorKind, DetectParams, StageTiming};
 use surfcl_gpu::open_backend;
 use surfcl_gpu::opencl::OpenClError;
 #[cfg(feature = "opencl")]
@@ -253,11 +253,7 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
             SYNTHETIC_SIZE.0, SYNTHETIC_SIZE.1
         ))?;
     }
-    let use_gpu = choice != BackendChoice::Cpu;
     let mut cpu = open_backend(BackendChoice::Cpu, None)?;
-    let mut report_sizes = Vec::new();
-    let mut device_name = String::from("-");
-    let mut gpu_available = use_gpu;
     say(&format!(
         "surfcl bench: {} frames per size (+1 warm-up), threshold {}, {} octaves, precision {}, upright {}, image {source_name}",
         args.frames,
@@ -266,18 +262,75 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
         params.surf.precision.name(),
         params.surf.upright
     ))?;
+    let sizes = bench_sizes(&say, args, &source, &params, cpu.as_mut(), choice, device)?;
+    // Streams run as applications run them, without profiling, unless `--profile` asks for
+    // their device stages.
+    surfcl_gpu::opencl::set_profiling(args.detect.profile);
+    let tables = if sizes.gpu_available {
+        bench_device_tables(&say, args, &source, &params, device)?
+    } else {
+        DeviceTables::default()
+    };
+    let report = json!({
+        "format_version": crate::report::FORMAT_VERSION,
+        "image": source_name,
+        "params": crate::report::ParamsJson::new(&params, Some((&MatchConfig::default(), DescriptorKind::F32))),
+        "device": sizes.device_name,
+        "frames": args.frames,
+        "threshold": json_f32::value(params.surf.threshold),
+        "octaves": params.surf.octaves,
+        "precision": params.surf.precision.name(),
+        "upright": params.surf.upright,
+        "max_keypoints": params.max_keypoints,
+        "sizes": sizes.rows,
+        "matcher": tables.matcher,
+        "memory": tables.memory,
+        "stream": tables.stream,
+    });
+    if let Some(out) = json_out {
+        persist_all(out.write(&report, true)?)?;
+    }
+    Ok(())
+}
+
+/// The per-size rows of the report and what measuring them found out about the device.
+struct SizeResults {
+    /// One JSON row per requested size: the OpenCL pipeline's and the CPU backend's numbers.
+    rows: Vec<Value>,
+    /// The OpenCL device's name, `-` when none was measured.
+    device_name: String,
+    /// Whether an OpenCL device was there to measure (`Auto` falls back to the CPU without one).
+    gpu_available: bool,
+}
+
+/// Measures every requested size on the OpenCL pipeline (unless `choice` is the CPU) and on the
+/// CPU backend `cpu`, printing one table row per size.
+fn bench_sizes(
+    say: &Say<'_>,
+    args: &BenchArgs,
+    source: &image::GrayImage,
+    params: &DetectParams,
+    cpu: &mut dyn Backend,
+    choice: BackendChoice,
+    device: Option<&str>,
+) -> Result<SizeResults, Error> {
+    let mut results = SizeResults {
+        rows: Vec::new(),
+        device_name: String::from("-"),
+        gpu_available: choice != BackendChoice::Cpu,
+    };
     for size in &args.sizes {
         let (w, h) = (size.width, size.height);
-        let pixels = frame(&source, w, h);
+        let pixels = frame(source, w, h);
         let image = GrayImage::new(&pixels, w, h)?;
         let mut row = serde_json::Map::new();
         row.insert("width".into(), json!(w));
         row.insert("height".into(), json!(h));
         let mut gpu_wall = f64::NAN;
-        if gpu_available {
-            match bench_gpu(&image, &params, device, args.frames) {
+        if results.gpu_available {
+            match bench_gpu(&image, params, device, args.frames) {
                 Ok((name, stats)) => {
-                    device_name = name;
+                    results.device_name = name;
                     gpu_wall = stats["wall_ms"].as_f64().unwrap_or(f64::NAN);
                     row.insert("opencl".into(), stats);
                 }
@@ -285,90 +338,96 @@ pub fn run(args: &BenchArgs, choice: BackendChoice, device: Option<&str>) -> Res
                     if choice == BackendChoice::Auto =>
                 {
                     stderr_line(&format!("note: {e}; measuring the CPU backend only"));
-                    gpu_available = false;
+                    results.gpu_available = false;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         // The CPU reference: fewer frames at large sizes keep the run short; still a median.
-        let cpu_frames = args.frames.clamp(1, 5);
-        // Frame after frame into the same arrays, as a stream detects.
-        let mut f = cpu.detect(&image, &params)?; // warm-up (buffers)
-        let mut walls = Vec::with_capacity(cpu_frames);
-        let mut kps = 0;
-        let mut frame_timings = Vec::with_capacity(cpu_frames);
-        for _ in 0..cpu_frames {
-            let t = Instant::now();
-            cpu.detect_into(&image, &params, &mut f)?;
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
-            kps = f.keypoints.len();
-            frame_timings.push(f.timings.clone());
-        }
-        let cpu_wall = median(&mut walls);
-        let stages = stage_medians(&frame_timings);
-        row.insert(
-            "cpu".into(),
-            json!({"device": cpu.device(), "frames": cpu_frames, "wall_ms": cpu_wall,
-                   "keypoints": kps, "stages_ms": stages}),
-        );
+        let (cpu_wall, cpu_stats) = bench_cpu(cpu, &image, params, args.frames.clamp(1, 5))?;
+        row.insert("cpu".into(), cpu_stats);
         row.insert("cpu_over_opencl".into(), json!(cpu_wall / gpu_wall));
-        print_size_row(&say, w, h, &row, cpu_wall, gpu_wall)?;
-        report_sizes.push(Value::Object(row));
+        print_size_row(say, w, h, &row, cpu_wall, gpu_wall)?;
+        results.rows.push(Value::Object(row));
     }
-    // Streams run as applications run them, without profiling, unless `--profile` asks for
-    // their device stages.
-    surfcl_gpu::opencl::set_profiling(args.detect.profile);
-    let stream_rows = if gpu_available && args.stream {
+    Ok(results)
+}
+
+/// Times `frames` frames of the CPU backend after one warm-up: the median wall time in ms, and
+/// the report's `cpu` entry (device, frames, wall, keypoints, median stage times).
+fn bench_cpu(
+    cpu: &mut dyn Backend,
+    image: &GrayImage<'_>,
+    params: &DetectParams,
+    frames: usize,
+) -> Result<(f64, Value), Error> {
+    // Frame after frame into the same arrays, as a stream detects.
+    let mut f = cpu.detect(image, params)?; // warm-up (buffers)
+    let mut walls = Vec::with_capacity(frames);
+    let mut kps = 0;
+    let mut frame_timings = Vec::with_capacity(frames);
+    for _ in 0..frames {
+        let t = Instant::now();
+        cpu.detect_into(image, params, &mut f)?;
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        kps = f.keypoints.len();
+        frame_timings.push(f.timings.clone());
+    }
+    let cpu_wall = median(&mut walls);
+    let stages = stage_medians(&frame_timings);
+    let stats = json!({"device": cpu.device(), "frames": frames, "wall_ms": cpu_wall,
+                       "keypoints": kps, "stages_ms": stages});
+    Ok((cpu_wall, stats))
+}
+
+/// The report's device-only tables; empty where no OpenCL device was measured.
+#[derive(Default)]
+struct DeviceTables {
+    /// Detect + describe + match streams per size (`--stream` only).
+    stream: Vec<Value>,
+    /// The SURF pipeline's device memory per size.
+    memory: Vec<Value>,
+    /// The GPU matcher against the core's CPU matcher per descriptor count.
+    matcher: Vec<Value>,
+}
+
+/// Measures the streams (with `--stream`), the pipeline's device memory and the matcher, each
+/// printing its table.
+fn bench_device_tables(
+    say: &Say<'_>,
+    args: &BenchArgs,
+    source: &image::GrayImage,
+    params: &DetectParams,
+    device: Option<&str>,
+) -> Result<DeviceTables, Error> {
+    let stream = if args.stream {
         say(
             "\nstream (detect + describe + match to the previous frame on the device, f32 descriptors)",
         )?;
         bench_streams(
-            &say,
-            &source,
+            say,
+            source,
             &args.sizes,
-            &params,
+            params,
             device,
             args.frames.max(100),
         )?
     } else {
         Vec::new()
     };
-    let memory = if gpu_available {
-        bench_memory(&say, &args.sizes, &params, device)?
-    } else {
-        Vec::new()
-    };
+    let memory = bench_memory(say, &args.sizes, params, device)?;
     let largest = args
         .sizes
         .iter()
         .map(|s| s.width * s.height)
         .max()
         .unwrap_or(0);
-    let matcher = if gpu_available {
-        bench_matcher(&say, &matcher_sizes(largest), device)?
-    } else {
-        Vec::new()
-    };
-    let report = json!({
-        "format_version": crate::report::FORMAT_VERSION,
-        "image": source_name,
-        "params": crate::report::ParamsJson::new(&params, Some((&MatchConfig::default(), DescriptorKind::F32))),
-        "device": device_name,
-        "frames": args.frames,
-        "threshold": json_f32::value(params.surf.threshold),
-        "octaves": params.surf.octaves,
-        "precision": params.surf.precision.name(),
-        "upright": params.surf.upright,
-        "max_keypoints": params.max_keypoints,
-        "sizes": report_sizes,
-        "matcher": matcher,
-        "memory": memory,
-        "stream": stream_rows,
-    });
-    if let Some(out) = json_out {
-        persist_all(out.write(&report, true)?)?;
-    }
-    Ok(())
+    let matcher = bench_matcher(say, &matcher_sizes(largest), device)?;
+    Ok(DeviceTables {
+        stream,
+        memory,
+        matcher,
+    })
 }
 
 /// Where the tables go: stdout, or stderr when stdout carries the JSON.

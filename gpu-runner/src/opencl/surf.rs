@@ -31,7 +31,7 @@
 
 use ocl::builders::KernelBuilder;
 use ocl::flags::MemFlags;
-use ocl::{Buffer, Event, Kernel};
+use ocl::{Buffer, Event, Kernel, Program};
 use surfcl_core::GrayImage;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
@@ -220,71 +220,28 @@ impl SurfPipeline {
             let planes = gpu.buffer::<f32>("f32 responses", 4 * grids.total, rw)?;
             (Some(planes), None)
         };
-        let norms_host: Vec<f32> = (0..MAX_OCTAVES * 4)
-            .map(|k| response_norm(filter_size((k / 4) as u32, (k % 4) as u32)))
-            .collect();
-        let norms = gpu.constant("norms", &norms_host)?;
-        // table[k] = T[k] for k in 1..=127 (the kernel indexes from 1; entry 0 is unused).
-        let mut table_host = [0f32; 128];
-        table_host[1..].copy_from_slice(PackedCodeTable::new(surf.threshold).as_slice());
-        let table = gpu.constant("code table", &table_host)?;
+        let (norms, table) = response_tables(&gpu, &surf)?;
         let cand = gpu.buffer::<u32>("candidates", cand_capacity * KP_WORDS, rw)?;
         let keys = gpu.buffer::<u64>("candidate keys", cand_capacity, rw)?;
 
         let program = gpu.program("surf.cl", SURF_CL, &INTEGRAL_DEFINES)?;
-        let build = |name: &'static str| gpu.kernel(&program, name);
-        let err = OpenClError::runtime;
-        let (w0, h0) = (config.max_width as i32, config.max_height as i32);
-        let octaves = i32::from(surf.octaves);
-        let step0 = i32::from(surf.init_sample_step);
-        let cap = cand_capacity as u32;
-        let result = &io.result;
         let k_integral = IntegralKernels::new(&gpu, &program, &io, &integral, config.local_size)?;
-        // Both Hessian and NMS kernels start with the integral image, the frame size and the
-        // octave layout; what follows depends on the response format.
-        let octave_kernel = |name: &'static str| {
-            let mut b = build(name);
-            b.arg(&integral).arg(w0).arg(h0).arg(octaves).arg(step0);
-            b
-        };
         // Both NMS kernels end with the candidate buffers and the result.
         let out = CandidateArgs {
             cand: &cand,
             keys: &keys,
-            capacity: cap,
-            result,
+            capacity: cand_capacity as u32,
+            result: &io.result,
         };
-        let (k_hessian, k_nms) = match (&responses, &packed) {
-            (Some(resp), _) => (
-                octave_kernel("hessian_f32")
-                    .arg(&norms)
-                    .arg(resp)
-                    .build()
-                    .map_err(err("kernel hessian_f32"))?,
-                out.append(octave_kernel("nms_f32").arg(surf.threshold).arg(resp))
-                    .build()
-                    .map_err(err("kernel nms_f32"))?,
-            ),
-            (None, Some(pk)) => (
-                octave_kernel("hessian_packed")
-                    .arg(&norms)
-                    .arg(&table)
-                    .arg(pk)
-                    .build()
-                    .map_err(err("kernel hessian_packed"))?,
-                out.append(
-                    octave_kernel("nms_packed")
-                        .arg(surf.threshold)
-                        .arg(&norms)
-                        .arg(pk),
-                )
-                .build()
-                .map_err(err("kernel nms_packed"))?,
-            ),
-            (None, None) => {
-                return Err(OpenClError::Unsupported("no response buffer".into()));
-            }
-        };
+        let (k_hessian, k_nms) = response_kernels(
+            &gpu,
+            &program,
+            &config,
+            &integral,
+            (responses.as_ref(), packed.as_ref()),
+            (&norms, &table),
+            &out,
+        )?;
         let select = StrongestN::new(&gpu, &io, &cand, &keys, cand_capacity, config.local_size)?;
         let k_descriptor =
             descriptor_kernel(&gpu, &program, &io, &integral, cand_capacity, surf.upright)?;
@@ -529,6 +486,79 @@ impl DetectorSetup for SurfPipelineConfig {
 
     fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
         Ok(Box::new(SurfPipeline::new(gpu, *self)?))
+    }
+}
+
+/// The constant tables of the response kernels: the response norm of every octave and interval,
+/// and the packed format's code table for `surf.threshold`.
+fn response_tables(
+    gpu: &Gpu,
+    surf: &SurfConfig,
+) -> Result<(Buffer<f32>, Buffer<f32>), OpenClError> {
+    let norms_host: Vec<f32> = (0..MAX_OCTAVES * 4)
+        .map(|k| response_norm(filter_size((k / 4) as u32, (k % 4) as u32)))
+        .collect();
+    let norms = gpu.constant("norms", &norms_host)?;
+    // table[k] = T[k] for k in 1..=127 (the kernel indexes from 1; entry 0 is unused).
+    let mut table_host = [0f32; 128];
+    table_host[1..].copy_from_slice(PackedCodeTable::new(surf.threshold).as_slice());
+    let table = gpu.constant("code table", &table_host)?;
+    Ok((norms, table))
+}
+
+/// Builds the Hessian and NMS kernels of the response format whose buffer is given: `f32` planes
+/// (`responses.0`) or packed codes (`responses.1`); `tables` are the norms and the code table
+/// of [`response_tables`].
+fn response_kernels(
+    gpu: &Gpu,
+    program: &Program,
+    config: &SurfPipelineConfig,
+    integral: &Buffer<u32>,
+    responses: (Option<&Buffer<f32>>, Option<&Buffer<u32>>),
+    (norms, table): (&Buffer<f32>, &Buffer<f32>),
+    out: &CandidateArgs<'_>,
+) -> Result<(Kernel, Kernel), OpenClError> {
+    let surf = config.surf;
+    let build = |name: &'static str| gpu.kernel(program, name);
+    let err = OpenClError::runtime;
+    let (w0, h0) = (config.max_width as i32, config.max_height as i32);
+    let octaves = i32::from(surf.octaves);
+    let step0 = i32::from(surf.init_sample_step);
+    // Both Hessian and NMS kernels start with the integral image, the frame size and the
+    // octave layout; what follows depends on the response format.
+    let octave_kernel = |name: &'static str| {
+        let mut b = build(name);
+        b.arg(integral).arg(w0).arg(h0).arg(octaves).arg(step0);
+        b
+    };
+    match responses {
+        (Some(resp), _) => Ok((
+            octave_kernel("hessian_f32")
+                .arg(norms)
+                .arg(resp)
+                .build()
+                .map_err(err("kernel hessian_f32"))?,
+            out.append(octave_kernel("nms_f32").arg(surf.threshold).arg(resp))
+                .build()
+                .map_err(err("kernel nms_f32"))?,
+        )),
+        (None, Some(pk)) => Ok((
+            octave_kernel("hessian_packed")
+                .arg(norms)
+                .arg(table)
+                .arg(pk)
+                .build()
+                .map_err(err("kernel hessian_packed"))?,
+            out.append(
+                octave_kernel("nms_packed")
+                    .arg(surf.threshold)
+                    .arg(norms)
+                    .arg(pk),
+            )
+            .build()
+            .map_err(err("kernel nms_packed"))?,
+        )),
+        (None, None) => Err(OpenClError::Unsupported("no response buffer".into())),
     }
 }
 
