@@ -215,18 +215,16 @@ fn rclpy_kilted_opencv_views_of_keypoints_and_matches_equal_the_cli() {
         img1.to_str().expect("UTF-8 path"),
         img2.to_str().expect("UTF-8 path"),
     );
-    let out = |name: &str| {
-        dir.join(name)
-            .to_str()
-            .expect("UTF-8 path")
-            .to_string()
-    };
+    let out = |name: &str| dir.join(name).to_str().expect("UTF-8 path").to_string();
     let (d1, d2, m) = (out("detect1.json"), out("detect2.json"), out("match.json"));
     surfcl(&["detect", img1, "--backend", "cpu", "--json", &d1]);
     surfcl(&["detect", img2, "--backend", "cpu", "--json", &d2]);
     // The node matches the current frame (query) against the previous one (train).
     surfcl(&["match", img2, img1, "--backend", "cpu", "--json", &m]);
-    let (runner, probe) = (ros2_dir().join("run-netns.sh"), ros2_dir().join("cv_outputs.py"));
+    let (runner, probe) = (
+        ros2_dir().join("run-netns.sh"),
+        ros2_dir().join("cv_outputs.py"),
+    );
     let args: Vec<&std::ffi::OsStr> = [
         runner.as_os_str(),
         "kilted".as_ref(),
@@ -236,7 +234,15 @@ fn rclpy_kilted_opencv_views_of_keypoints_and_matches_equal_the_cli() {
     .into_iter()
     .chain(
         [
-            "--image1", img1, "--image2", img2, "--detect1", &d1, "--detect2", &d2, "--match",
+            "--image1",
+            img1,
+            "--image2",
+            img2,
+            "--detect1",
+            &d1,
+            "--detect2",
+            &d2,
+            "--match",
             &m,
         ]
         .map(std::ffi::OsStr::new),
@@ -252,7 +258,10 @@ fn rclpy_kilted_opencv_views_of_keypoints_and_matches_equal_the_cli() {
         tail(&stderr, 3000)
     );
     let status = status.expect("OpenCV probe timed out after 180 s");
-    assert!(status.success(), "OpenCV probe failed with {status}: {stdout}");
+    assert!(
+        status.success(),
+        "OpenCV probe failed with {status}: {stdout}"
+    );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.contains("\"ok\": true"), "{last}");
     // The module came from colcon's install space, not the source tree.
