@@ -11,7 +11,7 @@
 #![cfg(feature = "backend")]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -189,6 +189,92 @@ fn rclpy_kilted_graph_frames_parameters_sigint() {
 #[test]
 fn rclpy_jazzy_graph_frames_parameters_sigint() {
     graph_frames_parameters_sigint("jazzy", "162");
+}
+
+/// Runs the `surfcl` command line in this process; panics unless it succeeds.
+fn surfcl(args: &[&str]) {
+    let status = surfcl_cli::main_with_args(std::iter::once("surfcl").chain(args.iter().copied()));
+    assert_eq!(status, ExitCode::SUCCESS, "surfcl {args:?}");
+}
+
+/// The node's outputs in OpenCV, through the interface package as colcon installs it: an rclpy
+/// subscriber (Kilted) receives the `keypoints` of two boat frames and the `matches` of the
+/// second against the first, converts them with `surfcl_msgs.cv`, runs `cv2.drawKeypoints`
+/// and `cv2.BFMatcher` on them (numpy and opencv-python-headless from PyPI, in the rclpy venv),
+/// and compares every value with the CLI's JSON of the same images under the mapping of
+/// docs/JSON.md ("Mapping to OpenCV"): `tests/ros2/cv_outputs.py`.
+#[test]
+fn rclpy_kilted_opencv_views_of_keypoints_and_matches_equal_the_cli() {
+    require_distro("kilted");
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ros2_cv_outputs");
+    std::fs::create_dir_all(&dir).expect("creating the test's folder");
+    let boat = manifest().join("../data/oxford-boat");
+    let (img1, img2) = (boat.join("img1.pgm"), boat.join("img2.pgm"));
+    let (img1, img2) = (
+        img1.to_str().expect("UTF-8 path"),
+        img2.to_str().expect("UTF-8 path"),
+    );
+    let out = |name: &str| dir.join(name).to_str().expect("UTF-8 path").to_string();
+    let (d1, d2, m) = (out("detect1.json"), out("detect2.json"), out("match.json"));
+    surfcl(&["detect", img1, "--backend", "cpu", "--json", &d1]);
+    surfcl(&["detect", img2, "--backend", "cpu", "--json", &d2]);
+    // The node matches the current frame (query) against the previous one (train).
+    surfcl(&["match", img2, img1, "--backend", "cpu", "--json", &m]);
+    let (runner, probe) = (
+        ros2_dir().join("run-netns.sh"),
+        ros2_dir().join("cv_outputs.py"),
+    );
+    let args: Vec<&std::ffi::OsStr> = [
+        runner.as_os_str(),
+        "kilted".as_ref(),
+        env!("CARGO_BIN_EXE_surfcl-node").as_ref(),
+        probe.as_os_str(),
+    ]
+    .into_iter()
+    .chain(
+        [
+            "--image1",
+            img1,
+            "--image2",
+            img2,
+            "--detect1",
+            &d1,
+            "--detect2",
+            &d2,
+            "--match",
+            &m,
+        ]
+        .map(std::ffi::OsStr::new),
+    )
+    .collect();
+    let (status, stdout, stderr) = run_in_namespace(
+        &args,
+        &[("DOMAIN", "166"), ("NODE_ARGS", "--param backend:=cpu")],
+        Duration::from_secs(180),
+    );
+    eprintln!(
+        "probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
+        tail(&stderr, 3000)
+    );
+    let status = status.expect("OpenCV probe timed out after 180 s");
+    assert!(
+        status.success(),
+        "OpenCV probe failed with {status}: {stdout}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("\"ok\": true"), "{last}");
+    // The module came from colcon's install space, not the source tree.
+    assert!(
+        last.contains(".colcon-kilted/install/"),
+        "surfcl_msgs.cv not imported from the colcon install: {last}"
+    );
+    // Every check ran.
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        7,
+        "{stdout}"
+    );
 }
 
 /// One `latency <size> <topic> count=.. lost=.. p50_ms=.. max_ms=..` line of latency.py.

@@ -40,11 +40,17 @@ packages_for() {
     fi
 }
 
-# The fingerprint of what a distro's setup depends on: its package list and the interface
+# What the tests' probes use beyond ROS 2: the OpenCV views of the messages (surfcl_msgs.cv)
+# are checked with numpy and OpenCV's own Python bindings. Pinned to versions with wheels for
+# the Python the ROS 2 wheels are built for (3.11).
+probe_packages=(numpy==2.1.3 opencv-python-headless==4.10.0.84)
+
+# The fingerprint of what a distro's setup depends on: its package lists and the interface
 # package's files.
 setup_fingerprint() {
     {
         packages_for "$1"
+        printf '%s\n' "${probe_packages[@]}"
         (cd "$repo/ros-node/msg" && find . -type f | LC_ALL=C sort | xargs sha256sum)
     } | sha256sum | cut -d' ' -f1
 }
@@ -68,7 +74,8 @@ setup_distro() {
     echo "ros2 $distro: installing rclpy, Fast DDS and the build tools from PyPI into $venv" >&2
     [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
-            $(packages_for "$prefix") colcon-common-extensions 'cmake>=3.22,<4'
+            $(packages_for "$prefix") "${probe_packages[@]}" colcon-common-extensions \
+            'cmake>=3.22,<4'
     # The wheel builder's include folders, as the *Export.cmake files name them, become the venv's.
     local py_inc np_inc
     py_inc=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
@@ -95,12 +102,14 @@ setup_distro() {
             --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$venv/bin/python" \
             >"$ws/build.log" 2>&1 || { tail -n 60 "$ws/build.log" >&2; exit 1; }
     )
-    # The interface package must import from the venv's Python.
+    # The interface package, its OpenCV views included, must import from the venv's Python.
     (
         set +u # colcon's setup scripts read unset variables
         . "$venv/bin/activate"
         . "$ws/install/local_setup.sh"
-        python -c 'from surfcl_msgs.msg import KeypointArray, MatchArray'
+        python -c 'from surfcl_msgs.msg import KeypointArray, MatchArray
+from surfcl_msgs.cv import to_cv_keypoints, descriptors, to_cv_matches
+import cv2, numpy'
     )
     echo "$fp" >"$stamp"
     echo "ros2 $distro: ready ($venv, surfcl_msgs in $ws/install)"
