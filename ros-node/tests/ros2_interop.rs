@@ -318,7 +318,7 @@ fn env_ms(name: &str, default: f64) -> f64 {
 /// decoding is not counted): `keypoints` (4096 keypoints with descriptors, 1.1 MB) and
 /// `debug_image` (6 MB) of 1920x1080 frames, `keypoints` and `matches` of 4000x3000 frames;
 /// no sample lost. The bounds are loose
-/// (`SURFCL_ROS2_P50_MS`, default 150, `SURFCL_ROS2_MAX_MS`, default 1500) so that a loaded
+/// (`SURFCL_ROS2_P50_MS`, default 400, `SURFCL_ROS2_MAX_MS`, default 1500) so that a loaded
 /// 2-core CI machine stays green; the figures are printed. Bursts that overflow the
 /// subscriber's default 208 KiB socket buffer and slow reliable repair took 2-17 s here
 /// (third_party/rustdds/PATCHES.md).
@@ -326,7 +326,7 @@ fn env_ms(name: &str, default: f64) -> f64 {
 fn rclpy_default_subscriber_latency() {
     require_distro("kilted");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 150.0);
+    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 400.0);
     let max_bound = env_ms("SURFCL_ROS2_MAX_MS", 1500.0);
     // At 4000x3000 the debug image is 36 MB of rgb8, a debugging aid rather than an output a
     // robot waits for: the outputs timed there are keypoints and matches.
@@ -400,7 +400,7 @@ fn cyclone_default_subscriber_latency() {
         python.display()
     );
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 150.0);
+    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 400.0);
     let max_bound = env_ms("SURFCL_ROS2_MAX_MS", 1500.0);
     let (status, stdout, stderr) = run_in_namespace(
         &[
