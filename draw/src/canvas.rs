@@ -4,9 +4,7 @@
 use core::convert::Infallible;
 
 use embedded_graphics::pixelcolor::Rgb888;
-use embedded_graphics::prelude::{
-    DrawTarget, OriginDimensions, Point, Primitive, RgbColor, Size,
-};
+use embedded_graphics::prelude::{DrawTarget, OriginDimensions, Point, Primitive, RgbColor, Size};
 use embedded_graphics::primitives::{Circle, Line, PrimitiveStyle, Rectangle};
 use embedded_graphics::{Drawable, Pixel};
 use image::{Rgb, RgbImage};
@@ -258,7 +256,11 @@ mod tests {
         circle(&mut canvas, (40, 40), 500, RED);
         line(&mut canvas, (-1000, -1000), (1000, 1000), RED);
         line(&mut canvas, (-1 << 30, 1 << 30), (1 << 30, -1 << 30), RED);
-        assert_eq!(*img.get_pixel(0, 0), RED, "the diagonal crosses the picture");
+        assert_eq!(
+            *img.get_pixel(0, 0),
+            RED,
+            "the diagonal crosses the picture"
+        );
     }
 
     #[test]

@@ -108,6 +108,7 @@ pub fn draw_legend(canvas: &mut Canvas<'_>, legend: &Legend) {
             scale: scale as i32,
         };
         let style = MonoTextStyle::new(&FONT_6X9, rgb888(colour));
-        let Ok(_) = Text::with_baseline(text, Point::zero(), style, Baseline::Top).draw(&mut target);
+        let Ok(_) =
+            Text::with_baseline(text, Point::zero(), style, Baseline::Top).draw(&mut target);
     }
 }

@@ -103,7 +103,12 @@ where
 {
     let mut matched = 0usize;
     for (from, to) in tracks {
-        line(canvas, (px(from.0), px(from.1)), (px(to.0), px(to.1)), YELLOW);
+        line(
+            canvas,
+            (px(from.0), px(from.1)),
+            (px(to.0), px(to.1)),
+            YELLOW,
+        );
         matched += 1;
     }
     draw_keypoints(canvas, keypoints, 0);
