@@ -69,7 +69,8 @@ mod tests {
     /// are the same pixels for the same keypoints on the same image.
     #[test]
     fn debug_image_is_the_cli_picture() {
-        let (width, height) = (320usize, 240usize);
+        // Large enough for the legend (bottom left), which is compared too.
+        let (width, height) = (480usize, 270usize);
         let gray: Vec<u8> = (0..width * height)
             .map(|i| ((i % width) * 255 / width) as u8 ^ ((i / width) as u8 & 0x30))
             .collect();
@@ -104,5 +105,7 @@ mod tests {
         // Something was drawn: neither is the plain gray frame.
         let plain: Vec<u8> = gray.iter().flat_map(|&g| [g, g, g]).collect();
         assert_ne!(node, plain);
+        let corner = (height - 1) * width * 3;
+        assert_eq!(node[corner], gray[(height - 1) * width] / 4, "legend band");
     }
 }
