@@ -506,6 +506,12 @@ fn stream_json(args: &[&str], env: Option<(&str, &Path)>) -> (Value, String) {
     (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
 }
 
+/// `surfcl <args> --backend cpu --json -`, which must succeed: its JSON report.
+fn cpu_json(args: &[&str]) -> Value {
+    let args = [args, &["--backend", "cpu", "--json", "-"]].concat();
+    stream_json(&args, None).0
+}
+
 #[test]
 fn stream_backend_cpu_runs_on_the_cpu_even_without_opencl() {
     let dir = frames();
@@ -571,13 +577,9 @@ fn every_json_report_records_its_parameters() {
     let dir = frames();
     let a = dir.join("a.pgm");
     let b = dir.join("b.pgm");
-    let out = surfcl(&[
+    let v = cpu_json(&[
         "detect",
         s(&a),
-        "--backend",
-        "cpu",
-        "--json",
-        "-",
         "--max-keypoints",
         "77",
         "--threshold",
@@ -586,7 +588,6 @@ fn every_json_report_records_its_parameters() {
         "3",
         "--upright",
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = &v["params"];
     assert_eq!(p["detector"], "surf");
     assert_eq!(p["max_keypoints"], 77);
@@ -596,14 +597,10 @@ fn every_json_report_records_its_parameters() {
     assert_eq!(p["surf"]["precision"], "f32");
     assert!(p.get("matching").is_none());
 
-    let out = surfcl(&[
+    let v = cpu_json(&[
         "match",
         s(&a),
         s(&b),
-        "--backend",
-        "cpu",
-        "--json",
-        "-",
         "--detector",
         "harris",
         "--ratio",
@@ -612,7 +609,6 @@ fn every_json_report_records_its_parameters() {
         "--descriptor",
         "q7",
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = &v["params"];
     assert_eq!(p["detector"], "harris");
     assert_eq!(p["threshold_relative"], true);
@@ -626,18 +622,7 @@ fn every_json_report_records_its_parameters() {
     std::fs::copy(&a, oxford.join("img1.pgm")).unwrap();
     std::fs::copy(&b, oxford.join("img2.pgm")).unwrap();
     std::fs::copy(dir.join("H-ab"), oxford.join("H1to2p")).unwrap();
-    let out = surfcl(&[
-        "eval",
-        s(&oxford),
-        "--backend",
-        "cpu",
-        "--json",
-        "-",
-        "--ratio",
-        "0.6",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cpu_json(&["eval", s(&oxford), "--ratio", "0.6"]);
     assert_eq!(v["params"]["matching"]["ratio"].as_f64(), Some(0.6));
     assert!(
         v["pairs"][0]["correct"].as_u64().unwrap() > 10,

@@ -55,7 +55,9 @@ pub trait Strategy {
     /// row gives, in any order and bands (the sink keeps the strongest under a total order
     /// whatever the order), adding their counts to `stats` ([`DetectStats::add_scan`]).
     ///
-    /// By default: every row filled with [`Strategy::fill`], then scanned on this thread.
+    /// By default: the rows filled with [`Strategy::fill`] on this thread in bands of
+    /// [`Strategy::band_rows`], each row scanned as soon as its neighbours are filled
+    /// ([`fill_and_scan_in_bands`]).
     fn fill_and_scan<S: KeypointSink>(
         &mut self,
         fill: &OctaveFill<'_>,
@@ -63,13 +65,19 @@ pub trait Strategy {
         sink: &mut S,
         stats: &mut DetectStats,
     ) -> Result<(), SurfError> {
-        let rows = fill.grid().1;
-        self.fill(fill, 0..rows, maps)?;
-        let view = fill.maps(maps, 0);
-        for interval in 1..=2 {
-            view.scan_rows(interval, 0..rows, sink, stats)?;
-        }
-        Ok(())
+        let band_rows = match self.band_rows() {
+            0 => fill.grid().1,
+            rows => rows,
+        };
+        fill_and_scan_in_bands(fill, maps, band_rows, sink, stats, |rows, out| {
+            self.fill(fill, rows, out)
+        })
+    }
+
+    /// The grid rows of an `f32` octave that the default [`Strategy::fill_and_scan`] fills
+    /// before it scans them (0: the whole octave in one [`Strategy::fill`]). By default 0.
+    fn band_rows(&self) -> usize {
+        0
     }
 }
 
@@ -102,22 +110,8 @@ impl Strategy for Serial<'_> {
         fill.fill_rows::<PortableBoxSums>(rows, out, self.columns)
     }
 
-    fn fill_and_scan<S: KeypointSink>(
-        &mut self,
-        fill: &OctaveFill<'_>,
-        maps: &mut [u32],
-        sink: &mut S,
-        stats: &mut DetectStats,
-    ) -> Result<(), SurfError> {
-        let rows = if self.band_rows == 0 {
-            fill.grid().1
-        } else {
-            self.band_rows
-        };
-        let columns = &mut *self.columns;
-        fill_and_scan_in_bands(fill, maps, rows, sink, stats, |rows, out| {
-            fill.fill_rows::<PortableBoxSums>(rows, out, columns)
-        })
+    fn band_rows(&self) -> usize {
+        self.band_rows
     }
 }
 

@@ -32,31 +32,15 @@ fn fill_octave_rows_with_columns_from(
         .fill_rows::<PortableBoxSums>(rows, out, columns)
 }
 
-/// A [`Strategy`] that fills with `fill(octave fill, rows, out)` and scans with the default.
-struct FillWith<F>(F);
-
-impl<F> Strategy for FillWith<F>
-where
-    F: FnMut(&OctaveFill<'_>, core::ops::Range<usize>, &mut [u32]) -> Result<(), SurfError>,
-{
-    fn fill(
-        &mut self,
-        fill: &OctaveFill<'_>,
-        rows: core::ops::Range<usize>,
-        out: &mut [u32],
-    ) -> Result<(), SurfError> {
-        (self.0)(fill, rows, out)
-    }
-}
-
-/// A [`Strategy`] that fills with `fill(octave fill, rows, out)`, `f32` octaves in bands of
-/// `band` rows, each scanned as soon as it can be ([`fill_and_scan_in_bands`]).
-struct BandsWith<F> {
+/// A [`Strategy`] that fills with `fill(octave fill, rows, out)` and scans with the default:
+/// `f32` octaves in bands of `band` rows, each scanned as soon as it can be
+/// ([`fill_and_scan_in_bands`]); with `band` 0, each octave in one call, then scanned.
+struct FillWith<F> {
     band: usize,
     fill: F,
 }
 
-impl<F> Strategy for BandsWith<F>
+impl<F> Strategy for FillWith<F>
 where
     F: FnMut(&OctaveFill<'_>, core::ops::Range<usize>, &mut [u32]) -> Result<(), SurfError>,
 {
@@ -69,17 +53,8 @@ where
         (self.fill)(fill, rows, out)
     }
 
-    fn fill_and_scan<S: KeypointSink>(
-        &mut self,
-        fill: &OctaveFill<'_>,
-        maps: &mut [u32],
-        sink: &mut S,
-        stats: &mut DetectStats,
-    ) -> Result<(), SurfError> {
-        let fill_band = &mut self.fill;
-        fill_and_scan_in_bands(fill, maps, self.band, sink, stats, |rows, out| {
-            fill_band(fill, rows, out)
-        })
+    fn band_rows(&self) -> usize {
+        self.band
     }
 }
 
@@ -711,8 +686,9 @@ fn banded_fill_gives_the_keypoints_of_detect() {
         } else {
             4
         };
-        let mut strategy = FillWith(
-            |fill: &OctaveFill<'_>, rows: core::ops::Range<usize>, maps: &mut [u32]| {
+        let mut strategy = FillWith {
+            band: 0,
+            fill: |fill: &OctaveFill<'_>, rows: core::ops::Range<usize>, maps: &mut [u32]| {
                 let (gw, gh) = fill.grid();
                 assert_eq!(rows, 0..gh);
                 let band = 7;
@@ -723,7 +699,7 @@ fn banded_fill_gives_the_keypoints_of_detect() {
                 }
                 Ok(())
             },
-        );
+        };
         let stats =
             detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
         assert_eq!(stats, expected_stats, "{precision:?}");
@@ -825,8 +801,9 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
         let mut columns = vec![0u32; columns_len];
         let mut firsts = Vec::new();
         let mut maps_seen = Vec::new();
-        let mut strategy = FillWith(
-            |fill: &OctaveFill<'_>, _rows: core::ops::Range<usize>, maps: &mut [u32]| {
+        let mut strategy = FillWith {
+            band: 0,
+            fill: |fill: &OctaveFill<'_>, _rows: core::ops::Range<usize>, maps: &mut [u32]| {
                 let (o, from) = (fill.octave(), fill.first_interval());
                 let (gw, gh) = fill.grid();
                 firsts.push(from);
@@ -846,7 +823,7 @@ fn shared_fill_gives_the_maps_and_keypoints_of_detect() {
                 maps_seen.push(maps.to_vec());
                 Ok(())
             },
-        );
+        };
         let stats =
             detect_with_strategy(&ii, &config, &mut scratch, &mut sink, &mut strategy).unwrap();
         assert_eq!(sink.points(), &expected[..], "{precision:?} step {step}");
@@ -902,7 +879,7 @@ fn banded_fill_and_scan_gives_the_keypoints_of_detect() {
                 scratch.fill(f32::MAX.to_bits());
                 let mut sink = KeypointBuffer::new(&mut storage);
                 let mut fills: Vec<(u32, core::ops::Range<usize>, u32)> = Vec::new();
-                let mut strategy = BandsWith {
+                let mut strategy = FillWith {
                     band,
                     fill: |fill: &OctaveFill<'_>,
                            rows: core::ops::Range<usize>,

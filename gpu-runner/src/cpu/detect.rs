@@ -11,9 +11,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use surfcl_core::surf::{
-    self, DetectStats, OctaveFill, Strategy, SurfError, column_scratch_len, fill_and_scan_in_bands,
-};
+use surfcl_core::surf::{self, DetectStats, OctaveFill, Strategy, SurfError, column_scratch_len};
 use surfcl_core::{Keypoint, KeypointSink};
 
 use super::simd::Kernels;
@@ -71,18 +69,8 @@ impl Strategy for OneThread<'_> {
         fill_rows(fill, rows, out, self.columns(fill.image_width()))
     }
 
-    fn fill_and_scan<S: KeypointSink>(
-        &mut self,
-        fill: &OctaveFill<'_>,
-        maps: &mut [u32],
-        sink: &mut S,
-        stats: &mut DetectStats,
-    ) -> Result<(), SurfError> {
-        let fill_rows = self.kernels.fill_rows;
-        let columns = self.columns(fill.image_width());
-        fill_and_scan_in_bands(fill, maps, BAND_ROWS, sink, stats, |rows, out| {
-            fill_rows(fill, rows, out, columns)
-        })
+    fn band_rows(&self) -> usize {
+        BAND_ROWS
     }
 }
 
@@ -95,7 +83,7 @@ pub(super) struct Threads<'a> {
 
 impl Threads<'_> {
     /// Grid rows per band of an octave of `rows` rows.
-    fn band_rows(&self, rows: usize) -> usize {
+    fn rows_per_band(&self, rows: usize) -> usize {
         let wanted = self.pool.current_num_threads() * BANDS_PER_THREAD;
         rows.div_ceil(wanted).clamp(MIN_BAND_ROWS, BAND_ROWS)
     }
@@ -163,7 +151,7 @@ impl Strategy for Threads<'_> {
         let fill_rows = self.kernels.fill_rows;
         let rows = fill.grid().1;
         let (row_words, len) = (fill.row_words(), column_scratch_len(fill.image_width()));
-        let band_rows = self.band_rows(rows);
+        let band_rows = self.rows_per_band(rows);
         let count = rows.div_ceil(band_rows);
         if row_words == 0 || count == 0 {
             return Ok(());

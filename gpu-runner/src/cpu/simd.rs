@@ -234,43 +234,43 @@ mod x86 {
         }
     }
 
-    /// The core's `f32` lane sums compiled with AVX2, out of line on purpose (see the module
-    /// docs of `simd`).
-    struct Avx2LaneSums;
+    /// Defines `$name`, the core's `f32` lane sums compiled with the target feature `$feature`,
+    /// out of line (a `target_feature` takes only a literal, so a generic cannot stand for it).
+    /// Same IEEE operations per lane as the portable kernel, so the same bits. Sound only where
+    /// the CPU has `$feature`.
+    macro_rules! lane_sums_with {
+        ($(#[$doc:meta])* $name:ident, $feature:literal) => {
+            $(#[$doc])*
+            struct $name;
 
-    impl LaneSums for Avx2LaneSums {
-        #[inline(always)]
-        fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-            #[target_feature(enable = "avx2")]
-            #[inline(never)]
-            fn wide(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-                InlineLaneSums::lane_sums(a, b)
+            impl LaneSums for $name {
+                #[inline(always)]
+                fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+                    #[target_feature(enable = $feature)]
+                    #[inline(never)]
+                    fn wide(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
+                        InlineLaneSums::lane_sums(a, b)
+                    }
+                    // SAFETY: the kernels that use it are chosen only where the CPU has
+                    // `$feature`: AVX2 in `Kernels::for_this_cpu`, AVX-512F in
+                    // `with_avx512_f32_matcher` (see the module docs).
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        wide(a, b)
+                    }
+                }
             }
-            // SAFETY: used only by the AVX2 kernels (see the module docs).
-            #[allow(unsafe_code)]
-            unsafe {
-                wide(a, b)
-            }
-        }
+        };
     }
 
-    /// The core's `f32` lane sums compiled with AVX-512F, out of line. Same IEEE operations per
-    /// lane as the portable kernel, so the same bits.
-    struct Avx512LaneSums;
+    lane_sums_with! {
+        /// The core's `f32` lane sums compiled with AVX2, out of line on purpose (see the
+        /// module docs of `simd`).
+        Avx2LaneSums, "avx2"
+    }
 
-    impl LaneSums for Avx512LaneSums {
-        #[inline(always)]
-        fn lane_sums(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-            #[target_feature(enable = "avx512f")]
-            #[inline(never)]
-            fn wide(a: &Descriptor, b: &Descriptor) -> [f32; 16] {
-                InlineLaneSums::lane_sums(a, b)
-            }
-            // SAFETY: used only where the CPU has AVX-512F (`with_avx512_f32_matcher`).
-            #[allow(unsafe_code)]
-            unsafe {
-                wide(a, b)
-            }
-        }
+    lane_sums_with! {
+        /// The core's `f32` lane sums compiled with AVX-512F, out of line.
+        Avx512LaneSums, "avx512f"
     }
 }
