@@ -18,7 +18,7 @@ use ros2_client::{
 use smol::stream::StreamExt;
 use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode, TopicReliability};
-use surfcl_ros::processor::ProcessorFactory;
+use surfcl_ros::processor::{Detection, ProcessorFactory};
 
 pub mod decode;
 
@@ -565,4 +565,26 @@ pub fn loopback_node(domain: u16, name: &str, options: NodeOptions) -> (Context,
         .unwrap();
     smol::spawn(node.spinner().unwrap().spin()).detach();
     (ctx, node)
+}
+
+/// Asserts that the node's keypoints and descriptors in `kp` are the direct detection `want`
+/// (`what` names the case in a failure).
+pub fn assert_keypoints_equal(kp: &KeypointArray, want: &Detection, what: &str) {
+    assert_eq!(
+        kp.keypoints,
+        want.keypoints
+            .iter()
+            .map(msg::KeypointMsg::from)
+            .collect::<Vec<_>>(),
+        "{what}"
+    );
+    assert_eq!(
+        kp.descriptors,
+        want.descriptors
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<Vec<_>>(),
+        "{what}"
+    );
 }
