@@ -13,9 +13,13 @@
 //! independent DDS.
 #![cfg(feature = "backend")]
 
+mod child;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use child::{run_with_limit, tail};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -125,14 +129,6 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
     );
 }
 
-fn tail(s: &str, n: usize) -> &str {
-    let start = s.len().saturating_sub(n);
-    let start = (start..s.len())
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(s.len());
-    &s[start..]
-}
-
 /// Runs `script` with `sh -c` in a private network and PID namespace (our one child process, so
 /// ending it ends everything it started); returns (status or None on timeout, stdout, stderr).
 fn run_in_namespace(
@@ -159,44 +155,11 @@ fn run_in_namespace(
         "sh",
         "-c",
         script,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    ]);
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    // Read both pipes on their own threads so that a chatty child cannot block on a full pipe.
-    let mut out_pipe = child.stdout.take().unwrap();
-    let mut err_pipe = child.stderr.take().unwrap();
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our child only, by its PID; --pid makes its namespace die with it.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    (
-        status,
-        out_t.join().unwrap_or_default(),
-        err_t.join().unwrap_or_default(),
-    )
+    run_with_limit(cmd, limit)
 }
 
 /// A 12 MB mono8 (4000x3000) and a 24 MB rgb8 (3840x2160) frame from the Cyclone DDS peer reach
