@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use surfcl_core::GrayImage;
 use surfcl_ros::convert::{ENCODING_NAMES, luminance};
-use surfcl_ros::msg::{Header, Image, KeypointMsg};
+use surfcl_ros::msg::{Header, Image, KeypointArray, KeypointMsg};
+use surfcl_ros::params::NodeParams;
+use surfcl_ros::processor::{Detection, Processor};
 
 use rosout::Rosout;
 
@@ -210,6 +212,27 @@ fn camera_encodings() -> impl Iterator<Item = &'static str> {
         .filter(|e| !matches!(*e, "mono8" | "8UC1" | "rgb8" | "bgr8" | "rgba8" | "bgra8"))
 }
 
+/// Sends `g` as `encoding` with `padding` bytes after each row (stamped `stamp`) through the
+/// node and detects its luminance with `direct`: the node's keypoints, the direct detection and
+/// the case's name.
+fn node_and_direct(
+    client: &Client,
+    direct: &mut dyn Processor,
+    params: &NodeParams,
+    g: &Gray,
+    encoding: &str,
+    padding: usize,
+    stamp: i32,
+) -> (KeypointArray, Detection, String) {
+    let what = format!("{encoding}, {padding} bytes of padding");
+    let (image, luma) = frame(g, encoding, padding, header(stamp, "cam"));
+    let (kp, _) = client.process(&image, LIMIT);
+    let want = direct
+        .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), params)
+        .unwrap();
+    (kp, want, what)
+}
+
 #[test]
 fn every_camera_encoding_gives_the_detection_of_its_luminance() {
     let domain = 121;
@@ -224,12 +247,15 @@ fn every_camera_encoding_gives_the_detection_of_its_luminance() {
     for encoding in camera_encodings() {
         for padding in [0, 5] {
             stamp += 1;
-            let what = format!("{encoding}, {padding} bytes of padding");
-            let (image, luma) = frame(&g, encoding, padding, header(stamp, "cam"));
-            let (kp, _) = client.process(&image, LIMIT);
-            let want = direct
-                .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), &params)
-                .unwrap();
+            let (kp, want, what) = node_and_direct(
+                &client,
+                direct.as_mut(),
+                &params,
+                &g,
+                encoding,
+                padding,
+                stamp,
+            );
             assert!(want.keypoints.len() > 50, "{what}");
             assert_keypoints_equal(&kp, &want, &what);
         }
@@ -267,12 +293,15 @@ fn on_opencl_camera_encodings_go_into_pinned_frames_on_receipt() {
     let mut stamp = 0;
     for (encoding, padding) in std::iter::once(cases[0]).chain(cases) {
         stamp += 1;
-        let what = format!("{encoding}, {padding} bytes of padding");
-        let (image, luma) = frame(&g, encoding, padding, header(stamp, "cam"));
-        let (kp, _) = client.process(&image, LIMIT);
-        let want = direct
-            .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), &params)
-            .unwrap();
+        let (kp, want, what) = node_and_direct(
+            &client,
+            direct.as_mut(),
+            &params,
+            &g,
+            encoding,
+            padding,
+            stamp,
+        );
         assert!(!want.keypoints.is_empty(), "{what}");
         assert_eq!(
             kp.keypoints,
