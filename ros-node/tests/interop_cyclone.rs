@@ -17,7 +17,7 @@ mod child;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use child::{run_with_limit, tail};
 
@@ -59,16 +59,6 @@ fn peer_python() -> PathBuf {
 #[test]
 fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
     let python = peer_python();
-    let unshare_ok = Command::new("unshare")
-        .args(["--net", "--pid", "--fork", "--", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        unshare_ok,
-        "`unshare --net --pid` is not available (needs root or user namespaces)"
-    );
-
     let script = r#"
         ip link set lo up || exit 90
         "$NODE_BIN" --domain-id 121 --param backend:=cpu &
@@ -79,42 +69,19 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
         wait "$node_pid"
         exit $rc
     "#;
-    let mut child = Command::new("unshare")
-        .args([
-            "--net",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .env("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node"))
-        .env("PEER_PY", &python)
-        .env("PEER", manifest().join("tests/peer/peer.py"))
-        .env("IMAGE", manifest().join("../data/oxford-boat/img1.pgm"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-
-    let deadline = Instant::now() + Duration::from_secs(150);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our child only, by its PID; --pid makes its namespace die with it.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) = run_in_namespace(
+        script,
+        &[
+            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
+            ("PEER_PY", python.as_os_str()),
+            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
+            (
+                "IMAGE",
+                manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+            ),
+        ],
+        Duration::from_secs(150),
+    );
     eprintln!(
         "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
         tail(&stderr, 3000)
