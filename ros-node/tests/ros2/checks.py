@@ -22,7 +22,8 @@ from sensor_msgs.msg import Image
 from surfcl_msgs.msg import KeypointArray
 
 from latency import read_pgm, tiled
-from probe import Failed, run_probe, spin_for, spin_until
+from probe import (Failed, mono8_image, outputs_and_input_matched, run_probe, spin_for,
+                   spin_until)
 
 
 def main():
@@ -46,9 +47,7 @@ def run(node, args, deadline, result):
 
     # Discovery, both ways.
     t0 = time.monotonic()
-    spin_until(node, deadline, lambda: node.count_publishers("keypoints") > 0
-               and node.count_publishers("matches") > 0
-               and pub.get_subscription_count() > 0
+    spin_until(node, deadline, lambda: outputs_and_input_matched(node, pub)
                and name in node.get_node_names(), "discovery of the node")
     result["discovery_s"] = round(time.monotonic() - t0, 3)
     types = dict(node.get_topic_names_and_types())
@@ -60,10 +59,7 @@ def run(node, args, deadline, result):
 
     def process(sec, pixels, resend_s=3.0):
         h, w = pixels.shape
-        msg = Image()
-        msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
-        msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
-        msg.data = pixels.tobytes()
+        msg = mono8_image(sec, pixels)
         next_send = 0.0
         while sec not in keypoints:
             if time.monotonic() > deadline:

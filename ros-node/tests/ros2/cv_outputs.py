@@ -32,7 +32,8 @@ from surfcl_msgs import cv as scv
 from surfcl_msgs.msg import KeypointArray, MatchArray
 
 from latency import read_pgm
-from probe import Failed, run_probe, spin_for, spin_until
+from probe import (Failed, mono8_image, outputs_and_input_matched, run_probe, spin_for,
+                   spin_until)
 
 #: cv2.KeyPoint.size per unit of surfcl's scale (OpenCV SURF: scale = size * 1.2 / 9).
 SIZE_PER_SCALE = 7.5
@@ -70,19 +71,14 @@ def receive(node, args, deadline):
         MatchArray, "matches",
         lambda m: matches.__setitem__((m.header.stamp.sec, m.previous_header.stamp.sec), m),
         reliable)
-    spin_until(node, deadline, lambda: node.count_publishers("keypoints") > 0
-               and node.count_publishers("matches") > 0
-               and pub.get_subscription_count() > 0, "discovery of the node")
+    spin_until(node, deadline, lambda: outputs_and_input_matched(node, pub),
+               "discovery of the node")
     # The node's reader must also have matched our writer before the first frame goes out.
     spin_for(node, 1.0)
 
     def process(sec, path, done):
         pixels = read_pgm(path)
-        h, w = pixels.shape
-        msg = Image()
-        msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
-        msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
-        msg.data = pixels.tobytes()
+        msg = mono8_image(sec, pixels)
         next_send = 0.0
         while not done():
             if time.monotonic() > deadline:

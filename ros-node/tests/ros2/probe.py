@@ -8,6 +8,7 @@ import json
 import time
 
 import rclpy
+from sensor_msgs.msg import Image
 
 
 class Failed(Exception):
@@ -48,3 +49,20 @@ def spin_for(node, seconds):
     t_end = time.monotonic() + seconds
     while time.monotonic() < t_end:
         rclpy.spin_once(node, timeout_sec=0.05)
+
+
+def outputs_and_input_matched(node, pub):
+    """Whether the graph shows the node's `keypoints` and `matches` writers and a reader of our
+    image publisher `pub`."""
+    return (node.count_publishers("keypoints") > 0 and node.count_publishers("matches") > 0
+            and pub.get_subscription_count() > 0)
+
+
+def mono8_image(sec, pixels):
+    """A mono8 `sensor_msgs/Image` of the 2-D uint8 array `pixels`, stamped `sec` seconds."""
+    h, w = pixels.shape
+    msg = Image()
+    msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
+    msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
+    msg.data = pixels.tobytes()
+    return msg
