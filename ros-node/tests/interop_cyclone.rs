@@ -58,7 +58,6 @@ fn peer_python() -> PathBuf {
 
 #[test]
 fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
-    let python = peer_python();
     let script = r#"
         ip link set lo up || exit 90
         "$NODE_BIN" --domain-id 121 --param backend:=cpu &
@@ -71,15 +70,10 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
     "#;
     let (status, stdout, stderr) = run_in_namespace(
         script,
-        &[
-            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
-            ("PEER_PY", python.as_os_str()),
-            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
-            (
-                "IMAGE",
-                manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
-            ),
-        ],
+        &[(
+            "IMAGE",
+            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+        )],
         Duration::from_secs(150),
     );
     eprintln!(
@@ -97,12 +91,15 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
 }
 
 /// Runs `script` with `sh -c` in a private network and PID namespace (our one child process, so
-/// ending it ends everything it started); returns (status or None on timeout, stdout, stderr).
+/// ending it ends everything it started), with `envs` and `NODE_BIN` (the node), `PEER_PY` and
+/// `PEER` (the peer's Python and script) in its environment; returns (status or None on timeout,
+/// stdout, stderr).
 fn run_in_namespace(
     script: &str,
     envs: &[(&str, &std::ffi::OsStr)],
     limit: Duration,
 ) -> (Option<std::process::ExitStatus>, String, String) {
+    let python = peer_python();
     let unshare_ok = Command::new("unshare")
         .args(["--net", "--pid", "--fork", "--", "true"])
         .status()
@@ -123,6 +120,9 @@ fn run_in_namespace(
         "-c",
         script,
     ]);
+    cmd.env("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node"))
+        .env("PEER_PY", python)
+        .env("PEER", manifest().join("tests/peer/peer.py"));
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -136,7 +136,6 @@ fn run_in_namespace(
 /// again every 5 s until its keypoints arrive, and reports how many sends it took.
 #[test]
 fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
-    let python = peer_python();
     let script = r#"
         ip link set lo up || exit 90
         "$NODE_BIN" --localhost-only --domain-id 123 --param backend:=cpu --param max_keypoints:=500 &
@@ -149,15 +148,10 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
     "#;
     let (status, stdout, stderr) = run_in_namespace(
         script,
-        &[
-            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
-            ("PEER_PY", python.as_os_str()),
-            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
-            (
-                "IMAGE",
-                manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
-            ),
-        ],
+        &[(
+            "IMAGE",
+            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+        )],
         Duration::from_secs(200),
     );
     eprintln!(
@@ -177,7 +171,6 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
 /// out, about 50 s later).
 #[test]
 fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
-    let python = peer_python();
     let dir =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shutdown-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -207,12 +200,7 @@ fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
     "#;
     let (status, stdout, stderr) = run_in_namespace(
         script,
-        &[
-            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
-            ("PEER_PY", python.as_os_str()),
-            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
-            ("DIR", dir.as_os_str()),
-        ],
+        &[("DIR", dir.as_os_str())],
         Duration::from_secs(120),
     );
     let _ = std::fs::remove_dir_all(&dir);
