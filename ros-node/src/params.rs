@@ -132,16 +132,23 @@ pub struct Description {
     pub range: Option<Range>,
 }
 
+/// A found description (the arms of [`describe`] and its start-up half).
+fn described(
+    text: &'static str,
+    constraints: &'static str,
+    range: Option<Range>,
+) -> Option<Description> {
+    Some(Description {
+        text,
+        constraints,
+        range,
+    })
+}
+
 /// The description of parameter `name` (the run-time ones of [`NAMES`], the start-up ones of
 /// the command line, and `use_sim_time`), or `None` for a name the node does not have.
 pub fn describe(name: &str) -> Option<Description> {
-    let d = |text, constraints, range| {
-        Some(Description {
-            text,
-            constraints,
-            range,
-        })
-    };
+    let d = described;
     match name {
         "detector" => d("interest point detector", "surf | harris", None),
         "threshold" => d(
@@ -203,13 +210,7 @@ pub fn describe(name: &str) -> Option<Description> {
 
 /// The descriptions of the start-up parameters and `use_sim_time`.
 fn describe_start_up(name: &str) -> Option<Description> {
-    let d = |text, constraints, range| {
-        Some(Description {
-            text,
-            constraints,
-            range,
-        })
-    };
+    let d = described;
     match name {
         "image_transport" => d(
             "image_transport's transport of the image subscription: raw (sensor_msgs/Image) or \

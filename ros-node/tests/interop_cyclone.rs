@@ -13,9 +13,13 @@
 //! independent DDS.
 #![cfg(feature = "backend")]
 
+mod child;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use child::{run_with_limit, tail};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -54,17 +58,6 @@ fn peer_python() -> PathBuf {
 
 #[test]
 fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
-    let python = peer_python();
-    let unshare_ok = Command::new("unshare")
-        .args(["--net", "--pid", "--fork", "--", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        unshare_ok,
-        "`unshare --net --pid` is not available (needs root or user namespaces)"
-    );
-
     let script = r#"
         ip link set lo up || exit 90
         "$NODE_BIN" --domain-id 121 --param backend:=cpu &
@@ -75,42 +68,14 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
         wait "$node_pid"
         exit $rc
     "#;
-    let mut child = Command::new("unshare")
-        .args([
-            "--net",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .env("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node"))
-        .env("PEER_PY", &python)
-        .env("PEER", manifest().join("tests/peer/peer.py"))
-        .env("IMAGE", manifest().join("../data/oxford-boat/img1.pgm"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-
-    let deadline = Instant::now() + Duration::from_secs(150);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our child only, by its PID; --pid makes its namespace die with it.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) = run_in_namespace(
+        script,
+        &[(
+            "IMAGE",
+            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+        )],
+        Duration::from_secs(150),
+    );
     eprintln!(
         "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
         tail(&stderr, 3000)
@@ -125,21 +90,16 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
     );
 }
 
-fn tail(s: &str, n: usize) -> &str {
-    let start = s.len().saturating_sub(n);
-    let start = (start..s.len())
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(s.len());
-    &s[start..]
-}
-
 /// Runs `script` with `sh -c` in a private network and PID namespace (our one child process, so
-/// ending it ends everything it started); returns (status or None on timeout, stdout, stderr).
+/// ending it ends everything it started), with `envs` and `NODE_BIN` (the node), `PEER_PY` and
+/// `PEER` (the peer's Python and script) in its environment; returns (status or None on timeout,
+/// stdout, stderr).
 fn run_in_namespace(
     script: &str,
     envs: &[(&str, &std::ffi::OsStr)],
     limit: Duration,
 ) -> (Option<std::process::ExitStatus>, String, String) {
+    let python = peer_python();
     let unshare_ok = Command::new("unshare")
         .args(["--net", "--pid", "--fork", "--", "true"])
         .status()
@@ -159,44 +119,14 @@ fn run_in_namespace(
         "sh",
         "-c",
         script,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    ]);
+    cmd.env("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node"))
+        .env("PEER_PY", python)
+        .env("PEER", manifest().join("tests/peer/peer.py"));
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    // Read both pipes on their own threads so that a chatty child cannot block on a full pipe.
-    let mut out_pipe = child.stdout.take().unwrap();
-    let mut err_pipe = child.stderr.take().unwrap();
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our child only, by its PID; --pid makes its namespace die with it.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    (
-        status,
-        out_t.join().unwrap_or_default(),
-        err_t.join().unwrap_or_default(),
-    )
+    run_with_limit(cmd, limit)
 }
 
 /// A 12 MB mono8 (4000x3000) and a 24 MB rgb8 (3840x2160) frame from the Cyclone DDS peer reach
@@ -206,7 +136,6 @@ fn run_in_namespace(
 /// again every 5 s until its keypoints arrive, and reports how many sends it took.
 #[test]
 fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
-    let python = peer_python();
     let script = r#"
         ip link set lo up || exit 90
         "$NODE_BIN" --localhost-only --domain-id 123 --param backend:=cpu --param max_keypoints:=500 &
@@ -219,15 +148,10 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
     "#;
     let (status, stdout, stderr) = run_in_namespace(
         script,
-        &[
-            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
-            ("PEER_PY", python.as_os_str()),
-            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
-            (
-                "IMAGE",
-                manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
-            ),
-        ],
+        &[(
+            "IMAGE",
+            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
+        )],
         Duration::from_secs(200),
     );
     eprintln!(
@@ -247,7 +171,6 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
 /// out, about 50 s later).
 #[test]
 fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
-    let python = peer_python();
     let dir =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shutdown-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -277,12 +200,7 @@ fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
     "#;
     let (status, stdout, stderr) = run_in_namespace(
         script,
-        &[
-            ("NODE_BIN", env!("CARGO_BIN_EXE_surfcl-node").as_ref()),
-            ("PEER_PY", python.as_os_str()),
-            ("PEER", manifest().join("tests/peer/peer.py").as_os_str()),
-            ("DIR", dir.as_os_str()),
-        ],
+        &[("DIR", dir.as_os_str())],
         Duration::from_secs(120),
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -19,7 +19,7 @@ use ros2_client::{Name, Publisher, QosProfile};
 use surfcl_core::GrayImage;
 use surfcl_ros::compressed::{CompressedImage, ImageTransport, compressed_image_type};
 use surfcl_ros::convert::luminance;
-use surfcl_ros::msg::{Header, KeypointMsg};
+use surfcl_ros::msg::Header;
 
 use rosout::Rosout;
 
@@ -152,23 +152,7 @@ fn jpeg_and_png_frames_give_the_detection_of_the_decoded_picture() {
             data: bytes,
         };
         let kp = process(&client, &publisher, &msg);
-        assert_eq!(
-            kp.keypoints,
-            want.keypoints
-                .iter()
-                .map(KeypointMsg::from)
-                .collect::<Vec<_>>(),
-            "{format}"
-        );
-        assert_eq!(
-            kp.descriptors,
-            want.descriptors
-                .iter()
-                .flatten()
-                .copied()
-                .collect::<Vec<_>>(),
-            "{format}"
-        );
+        assert_keypoints_equal(&kp, &want, format);
     }
     assert_eq!(node.stats().malformed, 0);
     node.stop();

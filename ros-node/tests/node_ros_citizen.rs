@@ -21,8 +21,8 @@ use ros2_client::rcl_interfaces::{
     SetParametersResponse,
 };
 use ros2_client::{
-    Context, Message, Name, NodeName, NodeOptions, Parameter, ParameterValue, QosProfile,
-    ServiceMapping, ServiceTypeName,
+    Context, Message, Name, NodeOptions, Parameter, ParameterValue, QosProfile, ServiceMapping,
+    ServiceTypeName,
 };
 use smol::stream::StreamExt;
 use surfcl_ros::discovery::{Discovery, DiscoveryRange};
@@ -225,18 +225,7 @@ fn diagnostics_are_absolute_under_a_namespace() {
 
 /// A publisher of images alone (no subscription to the node's outputs).
 fn image_publisher(domain: u16) -> (ros2_client::Node, ros2_client::Publisher<Image>) {
-    let dp = DomainParticipantBuilder::new(domain)
-        .with_only_networks([Ipv4Addr::LOCALHOST])
-        .build()
-        .unwrap();
-    let ctx = Context::from_domain_participant(dp).unwrap();
-    let mut node = ctx
-        .new_node(
-            NodeName::new("/", "camera").unwrap(),
-            NodeOptions::new().enable_rosout(false),
-        )
-        .unwrap();
-    smol::spawn(node.spinner().unwrap().spin()).detach();
+    let (_ctx, mut node) = loopback_node(domain, "camera", NodeOptions::new().enable_rosout(false));
     let qos = QosProfile::subscription_default().history(History::KeepLast { depth: 2 });
     let topic = node
         .create_topic(&Name::new("/", "image").unwrap(), msg::image_type(), &qos)

@@ -10,10 +10,14 @@
 //! one at a time (they time message latency, which parallel runs would distort).
 #![cfg(feature = "backend")]
 
+mod child;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use child::{run_with_limit, tail};
 
 /// One test at a time: they share the machine's cores with the node they time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -61,52 +65,11 @@ fn run_in_namespace(
         "--kill-child",
         "--",
     ])
-    .args(args)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    .args(args);
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("unshare (util-linux) is needed");
-    // Read both pipes on their own threads so that a chatty child cannot block on a full pipe.
-    let mut out_pipe = child.stdout.take().expect("piped stdout");
-    let mut err_pipe = child.stderr.take().expect("piped stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out_pipe, &mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("waiting for unshare") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our child only, by its PID; --pid makes its namespace die with it.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    (
-        status,
-        out_t.join().unwrap_or_default(),
-        err_t.join().unwrap_or_default(),
-    )
-}
-
-fn tail(s: &str, n: usize) -> &str {
-    let start = s.len().saturating_sub(n);
-    let start = (start..s.len())
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(s.len());
-    &s[start..]
+    run_with_limit(cmd, limit)
 }
 
 /// `surfcl detect --backend cpu --json` of `image`, from the workspace's command-line binary

@@ -6,37 +6,19 @@ use byteorder::LittleEndian;
 use common::decode::{WireError, decode_keypoint_array, decode_match_array};
 use ros2_client::builtin_interfaces::Time;
 use ros2_client::dds::rustdds::RepresentationIdentifier;
-use surfcl_ros::msg::{Header, KeypointArray, KeypointMsg, MatchArray, MatchMsg};
+use surfcl_ros::msg::{Header, KeypointArray, MatchArray, MatchMsg};
 use surfcl_ros::wire::{encode_keypoint_array, encode_match_array};
+// `test_messages` names its types as `crate::msg::...`, as inside the library.
+use surfcl_ros::msg;
 
-fn keypoints(n: usize, frame: &str, q7: bool) -> KeypointArray {
-    let kps: Vec<KeypointMsg> = (0..n)
-        .map(|i| KeypointMsg {
-            x: i as f32 * 1.5,
-            y: -(i as f32),
-            scale: 2.0 + i as f32,
-            orientation: 0.25 * i as f32,
-            response: 1e-4 * i as f32,
-            laplacian: if i % 2 == 0 { 1 } else { -1 },
-        })
-        .collect();
-    let d: Vec<f32> = (0..n * 64).map(|i| (i as f32).sin()).collect();
-    KeypointArray {
-        header: Header {
-            stamp: Time::new(-3, 999_999_999),
-            frame_id: frame.into(),
-        },
-        keypoints: kps,
-        descriptors: if q7 { Vec::new() } else { d.clone() },
-        descriptors_q7: if q7 {
-            d.iter().map(|v| (v * 127.0) as i8).collect()
-        } else {
-            Vec::new()
-        },
-        descriptor_length: 64,
-        dropped: 17,
-    }
-}
+/// The messages of the encoders' unit tests, so that this decoder is checked on the same ones.
+#[path = "../src/wire/test_messages.rs"]
+#[allow(
+    dead_code,
+    reason = "serde_cdr (little endian) serves the unit tests only"
+)]
+mod test_messages;
+use test_messages::keypoints;
 
 fn serde_cdr_be<T: serde::Serialize>(v: &T) -> Vec<u8> {
     ros2_client::dds::rustdds::cdr_encoding::to_vec::<T, byteorder::BigEndian>(v).unwrap()

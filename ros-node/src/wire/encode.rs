@@ -135,8 +135,13 @@ pub(super) fn encode_keypoint_parts<K>(
 
 /// Classic CDR of a [`KeypointArray`], byte for byte what the serde path writes.
 pub fn encode_keypoint_array(m: &KeypointArray) -> Vec<u8> {
+    encode_keypoint_array_into(Vec::new(), m)
+}
+
+/// [`encode_keypoint_array`] into `buf` (emptied first, its capacity kept).
+pub(super) fn encode_keypoint_array_into(buf: Vec<u8>, m: &KeypointArray) -> Vec<u8> {
     encode_keypoint_parts(
-        Vec::new(),
+        buf,
         &m.header,
         &m.keypoints,
         |k| ([k.x, k.y, k.scale, k.orientation, k.response], k.laplacian),

@@ -149,7 +149,7 @@ impl BufferPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::encode::{Q7Source, encode_detection, encode_keypoint_parts};
+    use crate::wire::encode::{encode_detection, encode_keypoint_array_into};
     use crate::wire::test_messages::{keypoints, serde_cdr};
     use surfcl_core::config::DescriptorKind;
     use surfcl_core::{DESCRIPTOR_LEN, Descriptor, Keypoint};
@@ -171,19 +171,7 @@ mod tests {
         // Reused: old contents gone, capacity kept, same bytes as a fresh encoding.
         let reused = pool.take();
         assert!(reused.capacity() >= 100);
-        let parts = |buf| {
-            encode_keypoint_parts(
-                buf,
-                &m.header,
-                &m.keypoints,
-                |k| ([k.x, k.y, k.scale, k.orientation, k.response], k.laplacian),
-                &m.descriptors,
-                Q7Source::Values(&m.descriptors_q7),
-                m.descriptor_length,
-                m.dropped,
-            )
-        };
-        assert_eq!(parts(reused), expected);
+        assert_eq!(encode_keypoint_array_into(reused, &m), expected);
         // Bounded: beyond MAX_KEPT, returned buffers are freed.
         let held: Vec<Bytes> = (0..BufferPool::MAX_KEPT + 3)
             .map(|_| pool.bytes(vec![1; 10]))

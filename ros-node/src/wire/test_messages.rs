@@ -1,4 +1,5 @@
-//! Messages the unit tests of the encoders and the pool share.
+//! Messages the unit tests of the encoders and the pool share, and `tests/wire_decode.rs` (by
+//! `#[path]`, so the names stay `crate::msg::...`).
 
 use byteorder::LittleEndian;
 use ros2_client::builtin_interfaces::Time;

@@ -18,7 +18,7 @@ use ros2_client::{
 use smol::stream::StreamExt;
 use surfcl_ros::msg::{self, DiagnosticArray, Header, Image, KeypointArray, MatchArray};
 use surfcl_ros::node::{NodeConfig, RunningNode, TopicReliability};
-use surfcl_ros::processor::ProcessorFactory;
+use surfcl_ros::processor::{Detection, ProcessorFactory};
 
 pub mod decode;
 
@@ -297,20 +297,13 @@ impl Client {
         image_topic: &str,
         options: ClientOptions,
     ) -> Client {
-        let dp = DomainParticipantBuilder::new(domain)
-            .with_only_networks([Ipv4Addr::LOCALHOST])
-            .build()
-            .unwrap();
-        let ctx = Context::from_domain_participant(dp).unwrap();
-        let mut node = ctx
-            .new_node(
-                NodeName::new("/", "surfcl_test_client").unwrap(),
-                NodeOptions::new()
-                    .enable_rosout(false)
-                    .start_parameter_services(false),
-            )
-            .unwrap();
-        smol::spawn(node.spinner().unwrap().spin()).detach();
+        let (ctx, mut node) = loopback_node(
+            domain,
+            "surfcl_test_client",
+            NodeOptions::new()
+                .enable_rosout(false)
+                .start_parameter_services(false),
+        );
         let qos = |r: TopicReliability| {
             match r {
                 TopicReliability::Reliable => QosProfile::publisher_default(),
@@ -557,4 +550,41 @@ impl Pacer {
     pub fn late(&self) -> u32 {
         self.late
     }
+}
+
+/// A ROS 2 node named `/name` on `domain`, loopback only, its spinner running in the background;
+/// with its context (for the topics a context names, such as `/rosout`).
+pub fn loopback_node(domain: u16, name: &str, options: NodeOptions) -> (Context, Node) {
+    let dp = DomainParticipantBuilder::new(domain)
+        .with_only_networks([Ipv4Addr::LOCALHOST])
+        .build()
+        .unwrap();
+    let ctx = Context::from_domain_participant(dp).unwrap();
+    let mut node = ctx
+        .new_node(NodeName::new("/", name).unwrap(), options)
+        .unwrap();
+    smol::spawn(node.spinner().unwrap().spin()).detach();
+    (ctx, node)
+}
+
+/// Asserts that the node's keypoints and descriptors in `kp` are the direct detection `want`
+/// (`what` names the case in a failure).
+pub fn assert_keypoints_equal(kp: &KeypointArray, want: &Detection, what: &str) {
+    assert_eq!(
+        kp.keypoints,
+        want.keypoints
+            .iter()
+            .map(msg::KeypointMsg::from)
+            .collect::<Vec<_>>(),
+        "{what}"
+    );
+    assert_eq!(
+        kp.descriptors,
+        want.descriptors
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<Vec<_>>(),
+        "{what}"
+    );
 }

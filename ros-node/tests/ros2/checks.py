@@ -22,10 +22,8 @@ from sensor_msgs.msg import Image
 from surfcl_msgs.msg import KeypointArray
 
 from latency import read_pgm, tiled
-
-
-class Failed(Exception):
-    pass
+from probe import (Failed, mono8_image, outputs_and_input_matched, run_probe, spin_for,
+                   spin_until)
 
 
 def main():
@@ -35,29 +33,7 @@ def main():
     ap.add_argument("--node", default="/surfcl_node")
     ap.add_argument("--timeout", type=float, default=90.0)
     args = ap.parse_args()
-    deadline = time.monotonic() + args.timeout
-    rclpy.init()
-    node = rclpy.create_node("surfcl_interop_probe")
-    result = {}
-    try:
-        run(node, args, deadline, result)
-        result["ok"] = True
-        print(json.dumps(result), flush=True)
-        return 0
-    except Failed as e:
-        result.update(ok=False, error=str(e))
-        print(json.dumps(result), flush=True)
-        return 1
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()
-
-
-def spin_until(node, deadline, done, what):
-    while not done():
-        if time.monotonic() > deadline:
-            raise Failed(f"timed out waiting for {what}")
-        rclpy.spin_once(node, timeout_sec=0.02)
+    return run_probe("surfcl_interop_probe", run, args)
 
 
 def run(node, args, deadline, result):
@@ -71,9 +47,7 @@ def run(node, args, deadline, result):
 
     # Discovery, both ways.
     t0 = time.monotonic()
-    spin_until(node, deadline, lambda: node.count_publishers("keypoints") > 0
-               and node.count_publishers("matches") > 0
-               and pub.get_subscription_count() > 0
+    spin_until(node, deadline, lambda: outputs_and_input_matched(node, pub)
                and name in node.get_node_names(), "discovery of the node")
     result["discovery_s"] = round(time.monotonic() - t0, 3)
     types = dict(node.get_topic_names_and_types())
@@ -81,16 +55,11 @@ def run(node, args, deadline, result):
     if types.get("/keypoints") != ["surfcl_msgs/msg/KeypointArray"]:
         raise Failed(f"keypoints type in the graph: {types.get('/keypoints')}")
     # The node's reader must also have matched our writer before the first frame goes out.
-    t_end = time.monotonic() + 1.0
-    while time.monotonic() < t_end:
-        rclpy.spin_once(node, timeout_sec=0.05)
+    spin_for(node, 1.0)
 
     def process(sec, pixels, resend_s=3.0):
         h, w = pixels.shape
-        msg = Image()
-        msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
-        msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
-        msg.data = pixels.tobytes()
+        msg = mono8_image(sec, pixels)
         next_send = 0.0
         while sec not in keypoints:
             if time.monotonic() > deadline:

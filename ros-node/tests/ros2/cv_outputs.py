@@ -32,13 +32,11 @@ from surfcl_msgs import cv as scv
 from surfcl_msgs.msg import KeypointArray, MatchArray
 
 from latency import read_pgm
+from probe import (Failed, mono8_image, outputs_and_input_matched, run_probe, spin_for,
+                   spin_until)
 
 #: cv2.KeyPoint.size per unit of surfcl's scale (OpenCV SURF: scale = size * 1.2 / 9).
 SIZE_PER_SCALE = 7.5
-
-
-class Failed(Exception):
-    pass
 
 
 def check(condition, message):
@@ -59,29 +57,7 @@ def main():
     ap.add_argument("--match", required=True, help="`surfcl match --json IMAGE2 IMAGE1`")
     ap.add_argument("--timeout", type=float, default=90.0)
     args = ap.parse_args()
-    deadline = time.monotonic() + args.timeout
-    rclpy.init()
-    node = rclpy.create_node("surfcl_cv_probe")
-    result = {}
-    try:
-        run(node, args, deadline, result)
-        result["ok"] = True
-        print(json.dumps(result), flush=True)
-        return 0
-    except Failed as e:
-        result.update(ok=False, error=str(e))
-        print(json.dumps(result), flush=True)
-        return 1
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()
-
-
-def spin_until(node, deadline, done, what):
-    while not done():
-        if time.monotonic() > deadline:
-            raise Failed(f"timed out waiting for {what}")
-        rclpy.spin_once(node, timeout_sec=0.02)
+    return run_probe("surfcl_cv_probe", run, args)
 
 
 def receive(node, args, deadline):
@@ -95,21 +71,14 @@ def receive(node, args, deadline):
         MatchArray, "matches",
         lambda m: matches.__setitem__((m.header.stamp.sec, m.previous_header.stamp.sec), m),
         reliable)
-    spin_until(node, deadline, lambda: node.count_publishers("keypoints") > 0
-               and node.count_publishers("matches") > 0
-               and pub.get_subscription_count() > 0, "discovery of the node")
+    spin_until(node, deadline, lambda: outputs_and_input_matched(node, pub),
+               "discovery of the node")
     # The node's reader must also have matched our writer before the first frame goes out.
-    t_end = time.monotonic() + 1.0
-    while time.monotonic() < t_end:
-        rclpy.spin_once(node, timeout_sec=0.05)
+    spin_for(node, 1.0)
 
     def process(sec, path, done):
         pixels = read_pgm(path)
-        h, w = pixels.shape
-        msg = Image()
-        msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
-        msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
-        msg.data = pixels.tobytes()
+        msg = mono8_image(sec, pixels)
         next_send = 0.0
         while not done():
             if time.monotonic() > deadline:

@@ -24,6 +24,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from sensor_msgs.msg import Image
 from surfcl_msgs.msg import KeypointArray, MatchArray
 
+from latency_report import percentile, print_report
+
 
 def read_pgm(path):
     with open(path, "rb") as f:
@@ -55,11 +57,6 @@ def stamp_of(raw):
     little = raw[1] == 1  # CDR encapsulation: 0x0001 = little endian
     sec, nsec = struct.unpack_from("<iI" if little else ">iI", raw, 4)
     return sec, nsec
-
-
-def percentile(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
 def main():
@@ -152,11 +149,7 @@ def main():
                      max_ms=round(max(lat), 2), transport_p50_ms=round(percentile(net, 0.5), 2),
                      all_ms=[round(v, 1) for v in lat])
         result["topics"][t] = r
-    print(json.dumps(result), flush=True)
-    # One line per topic for callers that do not parse JSON (the Rust integration test).
-    for t, r in result["topics"].items():
-        print(f"latency {args.size} {t} count={r['count']} lost={r['lost']} "
-              f"p50_ms={r.get('p50_ms', -1)} max_ms={r.get('max_ms', -1)}", flush=True)
+    print_report(result, args.size)
     node.destroy_node()
     rclpy.shutdown()
     return 0

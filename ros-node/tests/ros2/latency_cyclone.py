@@ -11,14 +11,10 @@ import os
 import sys
 import time
 
-os.environ.setdefault(
-    "CYCLONEDDS_URI",
-    "<CycloneDDS><Domain Id='any'><General><Interfaces><NetworkInterface name='lo'/></Interfaces>"
-    "<AllowMulticast>false</AllowMulticast></General><Discovery><Peers><Peer Address='127.0.0.1'/>"
-    "</Peers><ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>60</MaxAutoParticipantIndex>"
-    "</Discovery></Domain></CycloneDDS>",
-)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peer"))
+# First: importing peer sets its loopback-only CYCLONEDDS_URI (unless one is set) before
+# cyclonedds is imported.
+from peer import Header, Image, Time, read_pgm, tiled_frame  # noqa: E402
 
 from cyclonedds.core import Policy, Qos  # noqa: E402
 from cyclonedds.domain import DomainParticipant  # noqa: E402
@@ -29,7 +25,7 @@ from cyclonedds.topic import Topic  # noqa: E402
 from cyclonedds.util import duration  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from peer import Header, Image, Time, read_pgm, tiled_frame  # noqa: E402
+from latency_report import percentile, print_report  # noqa: E402
 
 
 @dataclass
@@ -40,11 +36,6 @@ class KeypointArrayHead(IdlStruct, typename="surfcl_msgs::msg::dds_::KeypointArr
 @dataclass
 class ImageHead(IdlStruct, typename="sensor_msgs::msg::dds_::Image_"):
     header: Header
-
-
-def percentile(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
 def main():
@@ -107,10 +98,7 @@ def main():
             r.update(p50_ms=round(percentile(lat, 0.5), 2), max_ms=round(max(lat), 2),
                      all_ms=[round(v, 1) for v in lat])
         result["topics"][t] = r
-    print(json.dumps(result), flush=True)
-    for t, r in result["topics"].items():
-        print(f"latency {args.size} {t} count={r['count']} lost={r['lost']} "
-              f"p50_ms={r.get('p50_ms', -1)} max_ms={r.get('max_ms', -1)}", flush=True)
+    print_report(result, args.size)
     return 0
 
 

@@ -1,14 +1,12 @@
 //! The node's `/rosout` records, collected as they arrive (the tests that check what the node
 //! logs).
 
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ros2_client::dds::rustdds::DomainParticipantBuilder;
 use ros2_client::log::Log;
 use ros2_client::qos::History;
-use ros2_client::{Context, NodeName, NodeOptions, QosProfile};
+use ros2_client::{NodeOptions, QosProfile};
 
 /// Collects the messages of the `/rosout` records on a domain as they arrive.
 pub struct Rosout {
@@ -19,20 +17,13 @@ pub struct Rosout {
 impl Rosout {
     /// A reader of `/rosout` on `domain` (loopback only), collecting in the background.
     pub fn new(domain: u16) -> Self {
-        let dp = DomainParticipantBuilder::new(domain)
-            .with_only_networks([Ipv4Addr::LOCALHOST])
-            .build()
-            .unwrap();
-        let ctx = Context::from_domain_participant(dp).unwrap();
-        let mut node = ctx
-            .new_node(
-                NodeName::new("/", "surfcl_rosout_reader").unwrap(),
-                NodeOptions::new()
-                    .enable_rosout(false)
-                    .start_parameter_services(false),
-            )
-            .unwrap();
-        smol::spawn(node.spinner().unwrap().spin()).detach();
+        let (ctx, mut node) = crate::common::loopback_node(
+            domain,
+            "surfcl_rosout_reader",
+            NodeOptions::new()
+                .enable_rosout(false)
+                .start_parameter_services(false),
+        );
         // The rosout topic keeps one record; this reader keeps more, so that none is replaced
         // before it is taken.
         let qos = QosProfile::publisher_default().history(History::KeepLast { depth: 100 });

@@ -1,0 +1,68 @@
+"""What the rclpy probes share: the failure type, the main loop around a check and the spinning.
+
+A probe's `run(node, args, deadline, result)` fills `result` and raises `Failed` at the first
+check that does not hold; `run_probe` prints `result` as one JSON line with "ok" and turns it
+into the exit code.
+"""
+import json
+import time
+
+import rclpy
+from sensor_msgs.msg import Image
+
+
+class Failed(Exception):
+    """A check of the probe did not hold; the message says which."""
+
+
+def run_probe(node_name, run, args):
+    """Runs `run` in a fresh rclpy node within `args.timeout` seconds; returns the exit code."""
+    deadline = time.monotonic() + args.timeout
+    rclpy.init()
+    node = rclpy.create_node(node_name)
+    result = {}
+    try:
+        run(node, args, deadline, result)
+        result["ok"] = True
+        print(json.dumps(result), flush=True)
+        return 0
+    except Failed as e:
+        result.update(ok=False, error=str(e))
+        print(json.dumps(result), flush=True)
+        return 1
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+
+
+def spin_until(node, deadline, done, what):
+    """Spins until `done()`; raises `Failed` naming `what` past the deadline."""
+    while not done():
+        if time.monotonic() > deadline:
+            raise Failed(f"timed out waiting for {what}")
+        rclpy.spin_once(node, timeout_sec=0.02)
+
+
+def spin_for(node, seconds):
+    """Spins for `seconds`, e.g. so that the node's reader matches our writer after the graph
+    shows it: the first frame is not lost on the way in."""
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        rclpy.spin_once(node, timeout_sec=0.05)
+
+
+def outputs_and_input_matched(node, pub):
+    """Whether the graph shows the node's `keypoints` and `matches` writers and a reader of our
+    image publisher `pub`."""
+    return (node.count_publishers("keypoints") > 0 and node.count_publishers("matches") > 0
+            and pub.get_subscription_count() > 0)
+
+
+def mono8_image(sec, pixels):
+    """A mono8 `sensor_msgs/Image` of the 2-D uint8 array `pixels`, stamped `sec` seconds."""
+    h, w = pixels.shape
+    msg = Image()
+    msg.header.stamp.sec, msg.header.frame_id = sec, "probe_camera"
+    msg.height, msg.width, msg.encoding, msg.step = h, w, "mono8", w
+    msg.data = pixels.tobytes()
+    return msg
