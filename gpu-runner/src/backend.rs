@@ -78,8 +78,9 @@ pub trait Backend: Send {
     /// the caller's memory where it is): detect with [`Backend::detect_into`] then.
     ///
     /// The OpenCL backend hands out its detector's pinned input area: the upload becomes a DMA
-    /// instead of the driver's copy of pageable memory (docs/BENCHMARKS.md). Errors when `params` are invalid or the size is outside the core's
-    /// limits. Each call hands the area out for one frame, replacing any earlier one.
+    /// instead of the driver's copy of pageable memory (docs/BENCHMARKS.md). Errors when
+    /// `params` are invalid or the size is outside the core's limits. Each call hands the area
+    /// out for one frame, replacing any earlier one.
     fn input_area(
         &mut self,
         width: usize,

@@ -7,8 +7,8 @@ use crate::math;
 /// NaN gives 0).
 pub fn to_q7(d: &Descriptor) -> DescriptorQ7 {
     // Rounded as a vector (`round_to_i32_each`, the same half-away-from-zero rounding as
-    // `roundf`, NaN to 0, saturating) and clamped as integers: a libm call per value made
-    // quantising 4096 descriptors take 1.5 ms, as long as matching them.
+    // `roundf`, NaN to 0, saturating) and clamped as integers, so that the loop vectorises
+    // instead of calling libm once per value.
     let mut scaled = [0f32; DESCRIPTOR_LEN];
     for (s, &f) in scaled.iter_mut().zip(d.iter()) {
         *s = 127.0 * f;
