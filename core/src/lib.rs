@@ -16,6 +16,8 @@
 //! - [`harris`]: the Harris corner detector (Loundagin 2015).
 //! - [`matcher`]: 2-NN matching with ratio, sign-of-Laplacian and mutual tests, f32 and Q7.
 //! - [`homography`]: projecting points, correct-match tests and repeatability.
+//! - [`banded`]: detection and description of a frame fed row by row, holding a band of the
+//!   integral image (for microcontrollers: a QVGA frame in under 256 KB).
 //! - [`config`]: the front-end configuration (detector choice, names, defaults, limits) that
 //!   the command line and the ROS node both parse into.
 //!
@@ -33,6 +35,7 @@
 
 mod math;
 
+pub mod banded;
 pub mod config;
 pub mod describe;
 pub mod fixed;

@@ -84,7 +84,7 @@ impl Arithmetic for Float {
 impl Arithmetic for FixedPoint {
     type Value = i32;
     fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
-        fill_fixed(ii, config, octave, maps);
+        fill_fixed(ii, config, octave, 0..usize::MAX, maps);
     }
     #[inline(always)]
     fn value(word: u32) -> i32 {

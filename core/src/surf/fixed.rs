@@ -205,9 +205,16 @@ fn newton_fixed(c: &FixedCube) -> Option<(i64, i64, i64)> {
     ))
 }
 
-/// Fills the four Q29 response maps of `octave` (grid-major, 4 words per sample, as the `f32`
-/// maps) for [`super::FixedPoint`].
-pub(crate) fn fill_fixed(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
+/// Fills the four Q29 response maps of `octave`'s grid rows `rows` (clamped to the grid) into
+/// `maps`, which holds those rows only (grid-major, 4 words per sample, as the `f32` maps), for
+/// [`super::FixedPoint`] and the banded path.
+pub(crate) fn fill_fixed(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: core::ops::Range<usize>,
+    maps: &mut [u32],
+) {
     let step = sample_step(config, octave);
     let (gw, gh) = grid_size(ii.width(), ii.height(), step);
     let stride = ii.width() + 1;
@@ -217,7 +224,8 @@ pub(crate) fn fill_fixed(ii: &IntegralImage, config: &SurfConfig, octave: u32, m
         .copied()
         .unwrap_or([FIXED_NORMS[0][0]; 4]);
     let step = step as i32;
-    for (sy, row) in maps.chunks_exact_mut(gw * 4).take(gh).enumerate() {
+    let rows = rows.start.min(gh)..rows.end.min(gh);
+    for (sy, row) in rows.zip(maps.chunks_exact_mut(gw * 4)) {
         for (sx, words) in row.chunks_exact_mut(4).enumerate() {
             let (r, c) = (sy as i32 * step, sx as i32 * step);
             for ((word, filter), norm) in words.iter_mut().zip(&filters).zip(&norms) {

@@ -81,6 +81,10 @@ pub use response::{
     BoxSums, InlineBoxSums, PortableBoxSums, RESPONSE_NORMS, column_scratch_len,
     compute_octave_f32, compute_octave_packed, response_at, response_norm,
 };
+// The row-level pieces that the banded path (`crate::banded`) drives over a band of rows.
+pub(crate) use fixed::fill_fixed;
+pub(crate) use response::fill_f32_bits;
+pub(crate) use scan::{MapRows, scan_interval_rows};
 
 #[cfg(test)]
 pub(crate) mod test_util;
