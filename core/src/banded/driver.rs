@@ -104,10 +104,18 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
             }
         };
         let (init, octave_count) = (config.init_sample_step, config.octaves);
-        need("table", band_table_len(width, band_rows), buffers.table.len())?;
+        need(
+            "table",
+            band_table_len(width, band_rows),
+            buffers.table.len(),
+        )?;
         let maps_len = band_maps_len(width, octave_count, init, advance);
         need("maps", maps_len, buffers.maps.len())?;
-        need("descriptor", buffers.keypoints.len(), buffers.descriptors.len())?;
+        need(
+            "descriptor",
+            buffers.keypoints.len(),
+            buffers.descriptors.len(),
+        )?;
         let mut octaves = [OctaveRows::default(); MAX_OCTAVES as usize];
         let mut offset = 0;
         for (o, rows) in octaves.iter_mut().enumerate().take(octave_count.into()) {
@@ -256,10 +264,7 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
         let bottom = self.bottom;
         // The set is moved out for the loop, which reads the band through `self`.
         let mut out = core::mem::replace(&mut self.out, BandedKeypoints::new(&mut [], &mut []));
-        let result = out.describe_waiting(
-            |kp| ready(kp, bottom, cap),
-            |kp| self.describe_held(kp),
-        );
+        let result = out.describe_waiting(|kp| ready(kp, bottom, cap), |kp| self.describe_held(kp));
         self.out = out;
         result
     }
@@ -273,8 +278,11 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
         })?;
         for o in 0..u32::from(self.config.octaves) {
             let step = sample_step(&self.config, o) as usize;
-            let (_, gh) = grid_size(self.width, self.height, step as u32);
+            let (gw, gh) = grid_size(self.width, self.height, step as u32);
             let b1 = nms_border(&self.config, o, 1) as usize;
+            if gw <= 2 * b1 + 1 || gh <= 2 * b1 + 1 {
+                break; // never scanned (detect_step)
+            }
             // The next row scanned needs the table from its row above's filters on.
             let next = self.octaves[o as usize].next.max(b1 + 1);
             let first_needed = (next * step).saturating_sub(detection_margin_of(&self.config, o));

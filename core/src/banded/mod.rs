@@ -62,8 +62,8 @@ use crate::image::ImageError;
 use crate::integral::IntegralImage;
 use crate::keypoint::{Descriptor, DescriptorQ7, Keypoint};
 use crate::surf::{
-    Arithmetic, FixedPoint, Float, INTERVALS, PortableBoxSums, Refinement, SampleSite,
-    SurfConfig, SurfError, exact_cube, fill_f32_bits, fill_fixed, refine_candidate,
+    Arithmetic, FixedPoint, Float, INTERVALS, PortableBoxSums, Refinement, SampleSite, SurfConfig,
+    SurfError, exact_cube, fill_f32_bits, fill_fixed, refine_candidate,
 };
 
 pub use driver::{BandBuffers, BandedSurf};

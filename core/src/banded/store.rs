@@ -60,12 +60,13 @@ impl<'a, D: Copy> BandedKeypoints<'a, D> {
             return;
         }
         self.dropped += 1;
-        let weakest = (0..self.len).reduce(|a, b| {
-            match self.keypoints[a].rank_cmp(&self.keypoints[b]) {
-                Ordering::Greater => a,
-                _ => b,
-            }
-        });
+        let weakest =
+            (0..self.len).reduce(
+                |a, b| match self.keypoints[a].rank_cmp(&self.keypoints[b]) {
+                    Ordering::Greater => a,
+                    _ => b,
+                },
+            );
         if let Some(w) = weakest
             && kp.rank_cmp(&self.keypoints[w]) == Ordering::Less
         {
@@ -113,8 +114,7 @@ impl<'a, D: Copy> BandedKeypoints<'a, D> {
             let mut weakest = i;
             for child in [left, right] {
                 if child < n
-                    && self.keypoints[child].rank_cmp(&self.keypoints[weakest])
-                        == Ordering::Greater
+                    && self.keypoints[child].rank_cmp(&self.keypoints[weakest]) == Ordering::Greater
                 {
                     weakest = child;
                 }

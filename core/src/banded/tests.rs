@@ -42,7 +42,15 @@ fn detector(o: &mut Owned, width: usize) -> Result<BandedSurf<'_, Float, Descrip
         keypoints: &mut o.keypoints,
         descriptors: &mut o.descriptors,
     };
-    BandedSurf::new(&config(), width, H, rows(), ADVANCE, buffers, describe_f32_q7)
+    BandedSurf::new(
+        &config(),
+        width,
+        H,
+        rows(),
+        ADVANCE,
+        buffers,
+        describe_f32_q7,
+    )
 }
 
 #[test]
