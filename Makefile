@@ -82,7 +82,10 @@ LINUX_CROSS := aarch64-unknown-linux-gnu
 TARGET ?= thumbv7em-none-eabihf
 VARIANT ?= f32
 IMAGE ?= data/boat-qvga/img1.pgm
-FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT).elf
+# RAM of the firmware's memory map: 256K (an nRF52840) or 192K (an STM32F4).
+MEMORY ?= 256K
+FIRMWARE_FEATURES = $(if $(filter-out f32,$(VARIANT)),$(VARIANT)) $(if $(filter 192K,$(MEMORY)),ram192k)
+FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT)$(if $(filter 192K,$(MEMORY)),-192k).elf
 
 .PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run firmware-count cross-test
 
@@ -100,6 +103,8 @@ cross-mcu: deps-cross
 			--target $$t -Zbuild-std=core --target-dir $(CROSS_DIR) || exit 1; \
 		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=f32 || exit 1; \
 		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=fixed || exit 1; \
+		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=f32 MEMORY=192K || exit 1; \
+		$(MAKE) --no-print-directory firmware TARGET=$$t VARIANT=fixed MEMORY=192K || exit 1; \
 	done
 
 cross-linux: deps-cross
@@ -115,11 +120,12 @@ cross-linux: deps-cross
 # (fixed: integer-only detection, orientation and Q7 descriptors, for parts without an FPU)
 firmware: deps-cross
 	$(MCU_CARGO) build --release --locked --manifest-path embedded/Cargo.toml --target $(TARGET) \
-		-Zbuild-std=core --target-dir $(CROSS_DIR) $(if $(filter-out f32,$(VARIANT)),--features $(VARIANT))
+		-Zbuild-std=core --target-dir $(CROSS_DIR) $(if $(strip $(FIRMWARE_FEATURES)),--features "$(strip $(FIRMWARE_FEATURES))")
 	@mkdir -p $(CROSS_DIR)/firmware
 	cp $(CROSS_DIR)/$(TARGET)/release/surfcl-firmware $(FIRMWARE_ELF)
 	@size -A $(FIRMWARE_ELF) | awk '/^\.(vector_table|text|rodata|data) / { flash += $$2 } \
-		END { printf "firmware %s: flash (vectors + .text + .rodata + .data) %d bytes\n", "$(TARGET)-$(VARIANT)", flash }'
+		/^\.(data|bss) / { ram += $$2 } \
+		END { printf "firmware %s: flash (vectors + .text + .rodata + .data) %d bytes, statics (.data + .bss) %d bytes\n", "$(TARGET)-$(VARIANT)-$(MEMORY)", flash, ram }'
 
 # Runs the firmware once under qemu: make firmware-run TARGET=... IMAGE=file.pgm [VARIANT=f32]
 firmware-run: firmware

@@ -19,8 +19,19 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
     let source = manifest.join("memory").join(memory);
-    std::fs::copy(&source, out.join("memory.x"))
-        .unwrap_or_else(|e| panic!("copying {}: {e}", source.display()));
+    let map = std::fs::read_to_string(&source)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", source.display()));
+    // `MEMORY=192K` (the `ram192k` feature): the same map with 192 KB of RAM.
+    let map = if std::env::var_os("CARGO_FEATURE_RAM192K").is_some() {
+        map.replace("RAM   : ORIGIN = 0x20000000, LENGTH = 256K", "RAM   : ORIGIN = 0x20000000, LENGTH = 192K")
+            .replace("RAM   : ORIGIN = 0x80400000, LENGTH = 256K", "RAM   : ORIGIN = 0x80400000, LENGTH = 192K")
+    } else {
+        map
+    };
+    std::fs::write(out.join("memory.x"), map).unwrap_or_else(|e| panic!("writing memory.x: {e}"));
+    let reserve = manifest.join("memory").join("stack-reserve.x");
+    std::fs::copy(&reserve, out.join("stack-reserve.x"))
+        .unwrap_or_else(|e| panic!("copying {}: {e}", reserve.display()));
     println!("cargo:rustc-link-search={}", out.display());
     for script in scripts {
         println!("cargo:rustc-link-arg-bins={script}");

@@ -1,19 +1,24 @@
-//! surfcl on a microcontroller: reads a binary PGM from the host through semihosting, runs SURF
-//! detection and SURF-64 description with `surfcl-core` in caller-owned `static` buffers, and
-//! prints one line per keypoint (`x y scale`, 3 decimals, strongest first), then
-//! `keypoints N`, `stack_high_water BYTES` and `instructions N` (detection and description;
-//! a deterministic count under `qemu -icount shift=0`, see `make firmware-count`).
+//! surfcl on a microcontroller: reads a binary PGM from the host through semihosting a row at a
+//! time, runs SURF detection and SURF-64 description with the banded path of `surfcl-core`
+//! (`surfcl_core::banded`: only a band of the integral image is held) in caller-owned `static`
+//! buffers, and prints one line per keypoint (`x y scale`, 3 decimals, strongest first), then
+//! `keypoints N`, `stack_high_water BYTES`, `statics BYTES`, `ram_high_water BYTES` (statics +
+//! stack) and `instructions N` (detection and description, rows read included; a deterministic
+//! count under `qemu -icount shift=0`, see `make firmware-count`).
 //!
 //! Run under qemu with `make firmware-run TARGET=<target> IMAGE=<file.pgm>`; the image path is
 //! the first semihosting argument. Parameters are those of `surfcl detect` (threshold 0.0004,
-//! 4 octaves, first sample step 2, oriented descriptors) except where noted in README.md.
+//! first sample step 2, oriented descriptors) except the octaves (3; 2 with `MEMORY=192K`), see
+//! README.md.
 //!
 //! With the `fixed` feature (`VARIANT=fixed`) detection, orientation and the (Q7) descriptors
 //! run in fixed point (`surfcl_core::fixed`): no floating-point operation is linked, which is
 //! what parts without an FPU need. The output format is the same.
 //!
 //! The stack is painted with a pattern when `main` starts and scanned at the end: the lowest
-//! overwritten word gives the high-water mark of everything `main` called.
+//! overwritten word gives the high-water mark of everything `main` called. The memory map
+//! (`memory/*.x`) reserves the stack below the end of RAM and the link fails when the statics
+//! leave less; the firmware fails when the stack went deeper than that reserve.
 #![no_std]
 #![no_main]
 
@@ -24,11 +29,11 @@ mod pgm;
 mod stack;
 
 use semihosting::io::Write as _;
-use surfcl_core::keypoint::{KeypointBuffer, KeypointSink};
-use surfcl_core::surf::{self, SurfConfig};
-use surfcl_core::{GrayImage, IntegralImage};
+use surfcl_core::banded::{BandBuffers, BandError, BandedSurf};
+use surfcl_core::keypoint::DescriptorQ7;
+use surfcl_core::surf::SurfConfig;
 
-use buffers::Buffers;
+use buffers::{ADVANCE, BAND_ROWS, Buffers, INIT_SAMPLE_STEP, OCTAVES};
 
 #[cfg(target_arch = "arm")]
 use cortex_m_rt::entry;
@@ -37,6 +42,28 @@ use riscv_rt::entry;
 
 /// Longest image path accepted on the semihosting command line.
 const PATH_BYTES: usize = 256;
+
+/// The `f32` path: `f32` responses and Newton step, orientation and descriptors (quantised to
+/// Q7 for storage).
+#[cfg(not(feature = "fixed"))]
+type Arithmetic = surfcl_core::surf::Float;
+#[cfg(not(feature = "fixed"))]
+const DESCRIBE: fn(
+    &surfcl_core::IntegralImage,
+    &mut surfcl_core::Keypoint,
+    bool,
+) -> DescriptorQ7 = surfcl_core::banded::describe_f32_q7;
+
+/// The fixed-point path: Q29 responses and an integer Newton step, fixed-point orientation and
+/// Q7 descriptors.
+#[cfg(feature = "fixed")]
+type Arithmetic = surfcl_core::surf::FixedPoint;
+#[cfg(feature = "fixed")]
+const DESCRIBE: fn(
+    &surfcl_core::IntegralImage,
+    &mut surfcl_core::Keypoint,
+    bool,
+) -> DescriptorQ7 = surfcl_core::banded::describe_fixed_q7;
 
 #[entry]
 fn main() -> ! {
@@ -58,28 +85,32 @@ fn run() -> Result<(), &'static str> {
     let buffers = Buffers::take().ok_or("buffers already taken")?;
     let mut path = [0u8; PATH_BYTES];
     let path = image_path(&mut path)?;
-    let (width, height) = pgm::read(path, &mut buffers.file)?;
-    let pixels = &buffers.file[pgm::pixels_range(&buffers.file, width, height)?];
+    let mut rows = pgm::Rows::open(path)?;
+    let (width, height) = (rows.width, rows.height);
 
-    let image = GrayImage::new(pixels, width, height).map_err(|_| "invalid image size")?;
-    let table_len = (width + 1) * (height + 1);
-    let integral = IntegralImage::compute(&image, &mut buffers.integral[..table_len])
-        .map_err(|_| "integral image failed")?;
-
-    let config = SurfConfig::default();
-    let mut keypoints = KeypointBuffer::new(&mut buffers.keypoints[..]);
+    let config = SurfConfig {
+        octaves: OCTAVES,
+        init_sample_step: INIT_SAMPLE_STEP,
+        ..SurfConfig::default()
+    };
+    let band = BandBuffers {
+        table: &mut buffers.table,
+        maps: &mut buffers.maps,
+        keypoints: &mut buffers.keypoints,
+        descriptors: &mut buffers.descriptors,
+    };
+    let mut surf = BandedSurf::<Arithmetic, DescriptorQ7>::new(
+        &config, width, height, BAND_ROWS, ADVANCE, band, DESCRIBE,
+    )
+    .map_err(band_error)?;
     count::start();
-    let dropped = detect_and_describe(
-        &integral,
-        &config,
-        &mut buffers.scratch,
-        &mut keypoints,
-        &mut buffers.descriptors,
-    )?;
+    for _ in 0..height {
+        rows.read_row(&mut buffers.row)?;
+        surf.push_row(&buffers.row[..width]).map_err(band_error)?;
+    }
     let instructions = count::stop();
-    let count = keypoints.len();
 
-    for kp in keypoints.points() {
+    for kp in surf.keypoints() {
         let mut line = decimal::Line::new();
         line.fixed3(kp.x);
         line.byte(b' ');
@@ -89,75 +120,33 @@ fn run() -> Result<(), &'static str> {
         line.byte(b'\n');
         print(line.as_bytes());
     }
-    if dropped > 0 {
-        print_count(b"dropped ", dropped);
+    let stats = surf.stats();
+    if stats.dropped > 0 {
+        print_count(b"dropped ", stats.dropped);
     }
-    print_count(b"keypoints ", count);
-    print_count(b"stack_high_water ", stack::high_water());
+    print_count(b"keypoints ", stats.kept);
+    let (stack, statics) = (stack::high_water(), stack::statics());
+    print_count(b"stack_high_water ", stack);
+    print_count(b"statics ", statics);
+    print_count(b"ram_high_water ", statics + stack);
     // A count only under `-icount shift=0` (make firmware-count); host time otherwise.
     print_count(b"instructions ", instructions as usize);
+    if stack > stack::reserve() {
+        return Err("the stack went deeper than the memory map reserves for it");
+    }
     Ok(())
 }
 
-/// The `f32` path: detection on packed 8-bit response maps (the same keypoints as the `f32`
-/// maps: every candidate is recomputed exactly, with a quarter of the memory), `f32` orientation
-/// and descriptors. Returns the number of keypoints dropped beyond the capacity.
-#[cfg(not(feature = "fixed"))]
-fn detect_and_describe(
-    integral: &IntegralImage,
-    config: &SurfConfig,
-    scratch: &mut [u32],
-    keypoints: &mut KeypointBuffer,
-    descriptors: &mut [buffers::Descriptor],
-) -> Result<usize, &'static str> {
-    let config = SurfConfig {
-        precision: surf::Precision::Packed8,
-        ..*config
-    };
-    let (w, h) = (integral.width(), integral.height());
-    let len = surf::scratch_len(&config, w, h).map_err(|_| "bad size")?;
-    let scratch = scratch
-        .get_mut(..len)
-        .ok_or("image too large for the scratch")?;
-    let stats =
-        surf::detect(integral, &config, scratch, keypoints).map_err(|_| "detection failed")?;
-    let count = keypoints.len();
-    surfcl_core::describe::describe_all(
-        integral,
-        keypoints.points_mut(),
-        config.upright,
-        &mut descriptors[..count],
-    )
-    .map_err(|_| "description failed")?;
-    Ok(stats.dropped)
-}
-
-/// The fixed-point path: Q29 responses and an integer Newton step, fixed-point orientation and
-/// Q7 descriptors. Returns the number of keypoints dropped beyond the capacity.
-#[cfg(feature = "fixed")]
-fn detect_and_describe(
-    integral: &IntegralImage,
-    config: &SurfConfig,
-    scratch: &mut [u32],
-    keypoints: &mut KeypointBuffer,
-    descriptors: &mut [buffers::Descriptor],
-) -> Result<usize, &'static str> {
-    let (w, h) = (integral.width(), integral.height());
-    let len = surf::scratch_len_with(config, w, h).map_err(|_| "bad size")?;
-    let scratch = scratch
-        .get_mut(..len)
-        .ok_or("image too large for the scratch")?;
-    let stats = surf::detect_with::<surf::FixedPoint, _>(integral, config, scratch, keypoints)
-        .map_err(|_| "detection failed")?;
-    let count = keypoints.len();
-    surfcl_core::fixed::describe_all_q7(
-        integral,
-        keypoints.points_mut(),
-        config.upright,
-        &mut descriptors[..count],
-    )
-    .map_err(|_| "description failed")?;
-    Ok(stats.dropped)
+/// One line for the user per kind of rejection.
+fn band_error(e: BandError) -> &'static str {
+    match e {
+        BandError::Surf(_) => "invalid configuration or image size",
+        BandError::RowLength { .. } => "a row of the wrong length",
+        BandError::TooManyRows { .. } => "more rows than the frame",
+        BandError::Buffer { .. } => "image wider than the firmware's buffers",
+        BandError::Geometry { .. } => "band too short for the octaves",
+        BandError::WindowNotCovered { .. } => "a descriptor window outside the band",
+    }
 }
 
 /// The first semihosting argument after the program name, nul-terminated in `buf`.

@@ -1,45 +1,65 @@
-//! Binary PGM (`P5`, 8-bit) read from the host through semihosting.
+//! Binary PGM (`P5`, 8-bit) read from the host through semihosting, a row at a time (the way a
+//! camera's DMA delivers a frame: the firmware never holds the whole frame).
 
 use core::ffi::CStr;
-use core::ops::Range;
 
-use semihosting::io::Read as _;
+use semihosting::fs::File;
+use semihosting::io::{Read as _, Seek as _, SeekFrom};
 
 use crate::buffers::{MAX_HEIGHT, MAX_WIDTH};
 
-/// Reads the file at `path` into `buf` and parses its header; returns `(width, height)`.
-pub fn read(path: &CStr, buf: &mut [u8]) -> Result<(usize, usize), &'static str> {
-    let mut file = semihosting::fs::File::open(path).map_err(|_| "cannot open the image")?;
-    let len = file.metadata().map_err(|_| "cannot stat the image")?.len() as usize;
-    if len > buf.len() {
-        return Err("image file larger than the firmware's 320x240 frame buffer");
+/// Bytes read for the header: `P5`, two sizes, `255` and a few comment bytes.
+const HEADER_BYTES: usize = 128;
+
+/// An open PGM whose header was accepted, positioned at its first pixel row.
+pub struct Rows {
+    file: File,
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+}
+
+impl Rows {
+    /// Opens the file at `path` and parses its header.
+    pub fn open(path: &CStr) -> Result<Self, &'static str> {
+        let mut file = File::open(path).map_err(|_| "cannot open the image")?;
+        let mut head = [0u8; HEADER_BYTES];
+        let len = read_full(&mut file, &mut head)?;
+        let header = parse_header(&head[..len])?;
+        if header.width > MAX_WIDTH || header.height > MAX_HEIGHT {
+            return Err("image larger than 320x240");
+        }
+        file.seek(SeekFrom::Start(header.offset as u64))
+            .map_err(|_| "cannot seek to the pixels")?;
+        Ok(Self {
+            file,
+            width: header.width,
+            height: header.height,
+        })
     }
+
+    /// Reads the next row into `row` (`width` bytes).
+    pub fn read_row(&mut self, row: &mut [u8]) -> Result<(), &'static str> {
+        let row = row.get_mut(..self.width).ok_or("row buffer too short")?;
+        if read_full(&mut self.file, row)? != row.len() {
+            return Err("truncated PGM: fewer pixels than width x height");
+        }
+        Ok(())
+    }
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_full(file: &mut File, buf: &mut [u8]) -> Result<usize, &'static str> {
     let mut filled = 0;
-    while filled < len {
-        match file.read(&mut buf[filled..len]) {
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(_) => return Err("cannot read the image"),
         }
     }
-    if filled != len {
-        return Err("image file shorter than its size");
-    }
-    let header = parse_header(&buf[..len])?;
-    if header.width > MAX_WIDTH || header.height > MAX_HEIGHT {
-        return Err("image larger than 320x240");
-    }
-    Ok((header.width, header.height))
-}
-
-/// The range of the pixels in a file whose header [`read`] accepted.
-pub fn pixels_range(buf: &[u8], width: usize, height: usize) -> Result<Range<usize>, &'static str> {
-    let header = parse_header(buf)?;
-    let end = header.offset + width * height;
-    if header.width != width || header.height != height || end > buf.len() {
-        return Err("truncated PGM: fewer pixels than width x height");
-    }
-    Ok(header.offset..end)
+    Ok(filled)
 }
 
 struct Header {

@@ -11,6 +11,12 @@ const MARGIN: usize = 256;
 // from `_stack_start` (the end of RAM) towards the end of the statics.
 unsafe extern "C" {
     static _stack_start: u32;
+    // The statics (both runtimes' scripts name them so) and the stack reserve of the memory map.
+    static __sdata: u32;
+    static __edata: u32;
+    static __sbss: u32;
+    static __ebss: u32;
+    static _stack_reserve: u32;
     #[cfg(target_arch = "arm")]
     static _stack_end: u32;
     #[cfg(target_arch = "riscv32")]
@@ -60,4 +66,17 @@ pub fn high_water() -> usize {
         at += 4;
     }
     top - at
+}
+
+/// Bytes of the statics: `.data` and `.bss`.
+pub fn statics() -> usize {
+    let data = core::ptr::addr_of!(__edata) as usize - core::ptr::addr_of!(__sdata) as usize;
+    let bss = core::ptr::addr_of!(__ebss) as usize - core::ptr::addr_of!(__sbss) as usize;
+    data + bss
+}
+
+/// Bytes the memory map reserves for the stack (`_stack_reserve`, a symbol whose address is
+/// the size).
+pub fn reserve() -> usize {
+    core::ptr::addr_of!(_stack_reserve) as usize
 }

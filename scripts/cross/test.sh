@@ -1,61 +1,94 @@
 #!/usr/bin/env bash
 # Runs the cross builds against the x86 CPU backend on the same image (called by `make cross-test`
 # after `make cross`):
-#   - the example firmware under qemu for each microcontroller target and variant: same
-#     keypoint count, x / y / scale within 1e-3 px of `surfcl detect --backend cpu` for the f32
-#     variant, within 0.05 px for the fixed-point one (its own arithmetic; core/tests/fixed_point.rs
-#     holds it to the f32 path on all six frames); its symbols (scripts/cross/check-firmware-symbols.sh:
+#   - the example firmware (the banded path of surfcl-core, embedded/) under qemu for each
+#     microcontroller target, variant and memory map (256 KB: 3 octaves; 192 KB: 2 octaves), on
+#     a held-in frame and a synthetic one: the same keypoints as the x86 CPU backend's full-frame
+#     `surfcl detect --backend cpu --octaves N` (same count, x / y / scale within 1e-3 px for the
+#     f32 variant, within 0.05 px for the fixed-point one, whose arithmetic is its own;
+#     core/tests/fixed_point.rs holds it to the f32 path on all six frames, core/tests/banded.rs
+#     holds the banded path to the full-frame one bit for bit), `ram_high_water` (statics +
+#     stack) within the memory map's RAM; its symbols (scripts/cross/check-firmware-symbols.sh:
 #     no soft double anywhere, no soft float at all in the fixed-point variant);
 #   - instructions per frame on thumbv6m under `qemu -icount shift=0`: the fixed-point variant
 #     must need at most a third of the f32 (soft-float) variant's count;
 #   - the aarch64 `surfcl` under qemu-aarch64: the same JSON report (keypoints and descriptors);
 #   - the comparison itself, on a deliberately corrupted firmware output: it must fail.
 # Environment: CROSS_DIR (build folder of `make cross`), HOST_SURFCL (the x86 binary),
-# IMAGE (default data/boat-qvga/img1.pgm), MCU_TARGETS, FIRMWARE_VARIANTS ("TARGET:VARIANT ...").
+# IMAGE (default data/boat-qvga/img1.pgm), FIRMWARE_VARIANTS ("TARGET:VARIANT:RAM ...").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 cross_dir=${CROSS_DIR:-target-cross}
 host=${HOST_SURFCL:-target/debug/surfcl}
 image=${IMAGE:-data/boat-qvga/img1.pgm}
-runs=${FIRMWARE_VARIANTS:-"thumbv7em-none-eabihf:f32 thumbv6m-none-eabi:f32 riscv32imc-unknown-none-elf:f32
-    thumbv7em-none-eabihf:fixed thumbv6m-none-eabi:fixed riscv32imc-unknown-none-elf:fixed"}
+runs=${FIRMWARE_VARIANTS:-"thumbv7em-none-eabihf:f32:256K thumbv6m-none-eabi:f32:256K
+    riscv32imc-unknown-none-elf:f32:256K thumbv7em-none-eabihf:fixed:256K
+    thumbv6m-none-eabi:fixed:256K riscv32imc-unknown-none-elf:fixed:256K
+    thumbv7em-none-eabihf:f32:192K thumbv6m-none-eabi:fixed:192K
+    riscv32imc-unknown-none-elf:fixed:192K"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 [ -x "$host" ] || { echo "cross-test: no host binary at $host" >&2; exit 2; }
 
-echo "== x86 reference: $host detect $image --backend cpu"
-"$host" detect "$image" --backend cpu --json "$work/host.json" >/dev/null
+# A synthetic QVGA frame: blobs of several sizes on a gradient, with noise (deterministic).
+python3 - "$work/synthetic.pgm" <<'PY'
+import math, random, sys
+random.seed(36)
+w, h = 320, 240
+rows = bytearray()
+for y in range(h):
+    for x in range(w):
+        v = 110 + 60 * math.sin(x / 9) * math.cos(y / 13) + 40 * math.sin(0.31 * x + 0.17 * y)
+        rows.append(max(0, min(255, int(v + 0.2 * y + random.randrange(16)))))
+open(sys.argv[1], "wb").write(b"P5\n%d %d\n255\n" % (w, h) + bytes(rows))
+PY
 
 status=0
-for run in $runs; do
-    target=${run%%:*}
-    variant=${run##*:}
-    elf="$cross_dir/firmware/$target-$variant.elf"
-    echo "== firmware $target ($variant) under qemu"
-    scripts/cross/check-firmware-symbols.sh "$elf" "$target" "$variant" || status=1
-    tol=0.001
-    [ "$variant" = fixed ] && tol=0.05
-    if scripts/cross/firmware-run.sh "$target" "$elf" "$image" >"$work/$target-$variant.txt"; then
-        grep -E '^(keypoints|stack_high_water) ' "$work/$target-$variant.txt"
-        scripts/cross/compare-keypoints.py firmware "$work/$target-$variant.txt" "$work/host.json" \
-            --tol "$tol" || status=1
-    else
-        echo "cross-test: firmware $target ($variant) failed:" >&2
-        tail -n 5 "$work/$target-$variant.txt" >&2
-        status=1
-    fi
+for frame in "$image" "$work/synthetic.pgm"; do
+    name=$(basename "$frame" .pgm)
+    for octaves in 3 2; do
+        echo "== x86 reference: $host detect $frame --backend cpu --octaves $octaves"
+        "$host" detect "$frame" --backend cpu --octaves "$octaves" \
+            --json "$work/host-$name-$octaves.json" >/dev/null
+    done
+    for run in $runs; do
+        IFS=: read -r target variant ram <<<"$run"
+        suffix=""; octaves=3; limit=$((256 * 1024))
+        if [ "$ram" = 192K ]; then suffix="-192k"; octaves=2; limit=$((192 * 1024)); fi
+        elf="$cross_dir/firmware/$target-$variant$suffix.elf"
+        out="$work/$target-$variant$suffix-$name.txt"
+        echo "== firmware $target ($variant, $ram RAM) under qemu: $name"
+        scripts/cross/check-firmware-symbols.sh "$elf" "$target" "$variant" || status=1
+        tol=0.001
+        [ "$variant" = fixed ] && tol=0.05
+        if scripts/cross/firmware-run.sh "$target" "$elf" "$frame" >"$out"; then
+            grep -E '^(keypoints|stack_high_water|statics|ram_high_water) ' "$out" | tr '\n' ' '
+            echo
+            scripts/cross/compare-keypoints.py firmware "$out" "$work/host-$name-$octaves.json" \
+                --tol "$tol" || status=1
+            ram_used=$(awk '$1 == "ram_high_water" { print $2 }' "$out")
+            if [ -z "$ram_used" ] || [ "$ram_used" -gt "$limit" ]; then
+                echo "cross-test: ram_high_water ${ram_used:-missing} exceeds $ram" >&2
+                status=1
+            fi
+        else
+            echo "cross-test: firmware $target ($variant, $ram) failed:" >&2
+            tail -n 5 "$out" >&2
+            status=1
+        fi
+    done
 done
 
 # The comparison must be able to fail: move one keypoint of a real firmware output by 0.01 px.
 # (an f32 run: the fixed-point one is compared with a looser tolerance)
-sample=$(ls "$work"/*-f32.txt 2>/dev/null | head -n 1 || true)
+sample=$(ls "$work"/*-f32-"$(basename "$image" .pgm)".txt 2>/dev/null | head -n 1 || true)
 if [ -n "$sample" ] && [ -s "$sample" ]; then
     echo "== self-check: a firmware output with one keypoint moved by 0.01 px must be rejected"
     awk 'NR == 1 && NF == 3 { printf "%.3f %s %s\n", $1 + 0.01, $2, $3; next } { print }' \
         "$sample" >"$work/corrupted.txt"
-    if scripts/cross/compare-keypoints.py firmware "$work/corrupted.txt" "$work/host.json"; then
+    if scripts/cross/compare-keypoints.py firmware "$work/corrupted.txt" "$work/host-$(basename "$image" .pgm)-3.json"; then
         echo "cross-test: the comparison accepted a corrupted output" >&2
         status=1
     else

@@ -5,8 +5,8 @@ use core::marker::PhantomData;
 
 use super::store::{BandedKeypoints, FrameSink};
 use super::{
-    BandArithmetic, BandError, band_maps_len, band_rows_for, band_table_len, clipped_reach,
-    descriptor_reach, detection_margin, keypoint_row, octave_maps_len,
+    BandArithmetic, BandError, band_maps_len, band_table_len, clipped_reach, descriptor_reach,
+    detection_margin, detection_rows, keypoint_row, octave_maps_len,
 };
 use crate::image::check_dimensions;
 use crate::integral::IntegralImage;
@@ -73,7 +73,8 @@ pub struct BandedSurf<'a, A, D> {
 impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
     /// A detector for a `width x height` frame with a band of `band_rows` rows that advances by
     /// `advance` rows (a positive multiple of the largest sample step; `band_rows` at least
-    /// [`band_rows_for`]), checking every buffer's length.
+    /// [`detection_rows`], and [`band_rows_for`](super::band_rows_for) for the whole windows
+    /// of octave 0's descriptors), checking every buffer's length.
     pub fn new(
         config: &SurfConfig,
         width: usize,
@@ -88,7 +89,7 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
         let largest_step = sample_step(config, u32::from(config.octaves) - 1) as usize;
         let geometry_ok = advance > 0
             && advance.is_multiple_of(largest_step)
-            && band_rows >= band_rows_for(config.octaves, config.init_sample_step, advance);
+            && band_rows >= detection_rows(config.octaves, config.init_sample_step, advance);
         if !geometry_ok {
             return Err(BandError::Geometry { band_rows, advance });
         }

@@ -118,14 +118,21 @@ pub const fn clipped_reach(band_rows: usize, advance: usize) -> usize {
 }
 
 /// The band rows that detection with `octaves` octaves needs when the band advances by
+/// `advance` rows: [`detection_margin`] of the last octave on each side, plus `advance`. The
+/// least a [`BandedSurf`] accepts; descriptor windows beyond [`clipped_reach`] are clipped.
+pub const fn detection_rows(octaves: u8, init_sample_step: u8, advance: usize) -> usize {
+    let last = if octaves == 0 { 0 } else { octaves as u32 - 1 };
+    advance + 2 * detection_margin(last, init_sample_step)
+}
+
+/// The band rows that detection with `octaves` octaves needs when the band advances by
 /// `advance` rows ([`detection_margin`] of the last octave on each side, plus `advance`), or
 /// that the descriptors of octave 0's keypoints need whole ([`octave_reach`] of octave 0), the
 /// larger. Larger octaves' descriptor windows are clipped to [`clipped_reach`] rows.
 pub const fn band_rows_for(octaves: u8, init_sample_step: u8, advance: usize) -> usize {
-    let last = if octaves == 0 { 0 } else { octaves as u32 - 1 };
-    let detect = 2 * detection_margin(last, init_sample_step);
-    let describe = 2 * octave_reach(0);
-    advance + if detect > describe { detect } else { describe }
+    let detect = detection_rows(octaves, init_sample_step, advance);
+    let describe = advance + 2 * octave_reach(0);
+    if detect > describe { detect } else { describe }
 }
 
 /// `(width + 1) (band_rows + 1)`: the `u32` words of a band of the integral image.
@@ -191,7 +198,7 @@ pub enum BandError {
         /// The length given.
         actual: usize,
     },
-    /// The band is shorter than detection needs ([`band_rows_for`]) or `advance` is not a
+    /// The band is shorter than detection needs ([`detection_rows`]) or `advance` is not a
     /// positive multiple of the largest sample step.
     Geometry {
         /// The band rows given.

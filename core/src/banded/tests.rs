@@ -114,7 +114,7 @@ fn a_band_too_short_for_the_filters_is_rejected() {
         keypoints: &mut o.keypoints,
         descriptors: &mut o.descriptors,
     };
-    let short = rows() - 1;
+    let short = detection_rows(config().octaves, config().init_sample_step, ADVANCE) - 1;
     let result = BandedSurf::<FixedPoint, DescriptorQ7>::new(
         &config(),
         W,
@@ -196,6 +196,8 @@ fn sizes_are_those_of_the_docs() {
     assert_eq!(detection_margin(2, 2), 57);
     assert_eq!(octave_reach(0), 61);
     assert_eq!(band_rows_for(3, 2, 8), 130);
+    assert_eq!(detection_rows(3, 2, 8), 122);
+    assert_eq!(detection_rows(2, 2, 8), 66);
     assert_eq!(band_table_len(320, 130), 321 * 131);
     assert_eq!(band_maps_len(320, 3, 2, 8), 6 * 640 + 4 * 320 + 3 * 160);
     // The bound of every keypoint scale of octave 0 (0.1333 (21 + 3) = 3.2).
