@@ -3,11 +3,13 @@
 
 use core::marker::PhantomData;
 
-use super::store::{BandedKeypoints, FrameSink};
-use super::{
-    BandArithmetic, BandError, band_maps_len, band_table_len, clipped_reach, descriptor_reach,
-    detection_margin, detection_rows, keypoint_row, octave_maps_len,
+use super::arith::{BandArithmetic, add_rows_q16, keypoint_row};
+use super::error::BandError;
+use super::geometry::{
+    band_maps_len, band_table_len, clipped_reach, descriptor_reach, detection_margin,
+    detection_rows, octave_maps_len,
 };
+use super::store::{BandedKeypoints, FrameSink};
 use crate::image::check_dimensions;
 use crate::integral::IntegralImage;
 use crate::keypoint::Keypoint;
@@ -240,7 +242,7 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
         }
         let ii = self.band()?;
         let mut local = *kp;
-        local.y = super::add_rows_q16(kp.y, -(self.top as i64));
+        local.y = add_rows_q16(kp.y, -(self.top as i64));
         let descriptor = (self.describe)(&ii, &mut local, self.config.upright);
         kp.orientation = local.orientation;
         Ok(descriptor)

@@ -1,7 +1,8 @@
 //! Bad input gives error values: the banded path's checks, one test each.
 
 use super::*;
-use crate::surf::{FixedPoint, Float};
+use crate::keypoint::{DescriptorQ7, Keypoint};
+use crate::surf::{FixedPoint, Float, SurfConfig};
 
 const W: usize = 64;
 const H: usize = 48;
