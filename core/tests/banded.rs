@@ -22,10 +22,13 @@ use surfcl_core::{GrayImage, IntegralImage};
 
 const ADVANCE: usize = 8;
 const CAPACITY: usize = 4000;
+/// The firmware's octaves in 256 KB.
+const OCTAVES: u8 = 3;
 
 fn config() -> SurfConfig {
+    let octaves = OCTAVES;
     SurfConfig {
-        octaves: 3,
+        octaves,
         ..SurfConfig::default()
     }
 }

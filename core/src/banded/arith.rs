@@ -14,18 +14,25 @@ use crate::surf::{
     fill_f32_bits, fill_fixed, refine_candidate,
 };
 
+/// Grid rows `rows` of `octave` to fill from the band `ii` (rows of `ii`'s own grid).
+#[derive(Debug, Clone)]
+pub struct RowFill<'a> {
+    /// The band as an integral image.
+    pub ii: &'a IntegralImage<'a>,
+    /// The detection's configuration.
+    pub config: &'a SurfConfig,
+    /// The octave.
+    pub octave: u32,
+    /// The grid rows.
+    pub rows: Range<usize>,
+}
+
 /// The arithmetic of a banded detection: [`Float`] or [`FixedPoint`], with the row-range fill
 /// and the move of a keypoint found in band coordinates to frame coordinates.
 pub trait BandArithmetic: Arithmetic {
-    /// Fills grid rows `rows` of `octave` (of `ii`'s grid) into `out`, which holds those rows
-    /// only, four words per sample, as [`Arithmetic::fill`] fills them.
-    fn fill_rows(
-        ii: &IntegralImage,
-        config: &SurfConfig,
-        octave: u32,
-        rows: Range<usize>,
-        out: &mut [u32],
-    );
+    /// Fills `fill`'s rows into `out`, which holds those rows only, four words per sample, as
+    /// [`Arithmetic::fill`] fills them.
+    fn fill_rows(fill: RowFill<'_>, out: &mut [u32]);
 
     /// `kp`, found in the band `ii` (whose first row is frame row `top`, a multiple of the
     /// octave's sample step), in frame coordinates: the keypoint the full frame gives.
@@ -33,14 +40,8 @@ pub trait BandArithmetic: Arithmetic {
 }
 
 impl BandArithmetic for Float {
-    fn fill_rows(
-        ii: &IntegralImage,
-        config: &SurfConfig,
-        octave: u32,
-        rows: Range<usize>,
-        out: &mut [u32],
-    ) {
-        fill_f32_bits::<PortableBoxSums>(ii, config, octave, rows, None, out, 0);
+    fn fill_rows(f: RowFill<'_>, out: &mut [u32]) {
+        fill_f32_bits::<PortableBoxSums>(f.ii, f.config, f.octave, f.rows, None, out, 0);
     }
 
     /// The position is an `f32` expression of the frame's sample row, so it is computed again
@@ -68,14 +69,8 @@ impl BandArithmetic for Float {
 }
 
 impl BandArithmetic for FixedPoint {
-    fn fill_rows(
-        ii: &IntegralImage,
-        config: &SurfConfig,
-        octave: u32,
-        rows: Range<usize>,
-        out: &mut [u32],
-    ) {
-        fill_fixed(ii, config, octave, rows, out);
+    fn fill_rows(f: RowFill<'_>, out: &mut [u32]) {
+        fill_fixed(f.ii, f.config, f.octave, f.rows, out);
     }
 
     /// The fixed-point position is an exact Q16 number below `2^24`, so shifting it by `top`

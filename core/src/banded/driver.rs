@@ -3,7 +3,7 @@
 
 use core::marker::PhantomData;
 
-use super::arith::{BandArithmetic, add_rows_q16, keypoint_row};
+use super::arith::{BandArithmetic, RowFill, add_rows_q16, keypoint_row};
 use super::error::BandError;
 use super::geometry::{
     band_maps_len, band_table_len, clipped_reach, descriptor_reach, detection_margin,
@@ -376,13 +376,13 @@ impl<'a, A: BandArithmetic, D: Copy> BandedSurf<'a, A, D> {
             self.width,
             self.bottom - self.top,
         )?;
-        A::fill_rows(
-            &ii,
-            &self.config,
+        let fill = RowFill {
+            ii: &ii,
+            config: &self.config,
             octave,
-            fill_from - top_row..fill_to - top_row,
-            &mut maps[kept * row_words..needed],
-        );
+            rows: fill_from - top_row..fill_to - top_row,
+        };
+        A::fill_rows(fill, &mut maps[kept * row_words..needed]);
         let view = MapRows {
             maps: &maps[..needed],
             first_row: keep_from - top_row,

@@ -54,7 +54,7 @@ mod error;
 mod geometry;
 mod store;
 
-pub use arith::{BandArithmetic, describe_f32, describe_f32_q7, describe_fixed_q7};
+pub use arith::{BandArithmetic, RowFill, describe_f32, describe_f32_q7, describe_fixed_q7};
 pub use driver::{BandBuffers, BandedSurf};
 pub use error::BandError;
 pub use geometry::{

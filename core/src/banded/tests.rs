@@ -8,10 +8,11 @@ const W: usize = 64;
 const H: usize = 48;
 const ADVANCE: usize = 8;
 
+/// Two octaves: the largest sample step is 4.
 fn config() -> SurfConfig {
     SurfConfig {
         octaves: 2,
-        ..SurfConfig::default()
+        ..Default::default()
     }
 }
 
@@ -36,13 +37,17 @@ fn rows() -> usize {
     band_rows_for(config().octaves, config().init_sample_step, ADVANCE)
 }
 
-fn detector(o: &mut Owned, width: usize) -> Result<BandedSurf<'_, Float, DescriptorQ7>, BandError> {
-    let buffers = BandBuffers {
+fn buffers(o: &mut Owned) -> BandBuffers<'_, DescriptorQ7> {
+    BandBuffers {
         table: &mut o.table,
         maps: &mut o.maps,
         keypoints: &mut o.keypoints,
         descriptors: &mut o.descriptors,
-    };
+    }
+}
+
+fn detector(o: &mut Owned, width: usize) -> Result<BandedSurf<'_, Float, DescriptorQ7>, BandError> {
+    let buffers = buffers(o);
     BandedSurf::new(
         &config(),
         width,
@@ -109,12 +114,7 @@ fn a_frame_wider_than_the_buffers_is_rejected() {
 #[test]
 fn a_band_too_short_for_the_filters_is_rejected() {
     let mut o = owned(W, rows());
-    let buffers = BandBuffers {
-        table: &mut o.table,
-        maps: &mut o.maps,
-        keypoints: &mut o.keypoints,
-        descriptors: &mut o.descriptors,
-    };
+    let band = buffers(&mut o);
     let short = detection_rows(config().octaves, config().init_sample_step, ADVANCE) - 1;
     let result = BandedSurf::<FixedPoint, DescriptorQ7>::new(
         &config(),
@@ -122,25 +122,20 @@ fn a_band_too_short_for_the_filters_is_rejected() {
         H,
         short,
         ADVANCE,
-        buffers,
+        band,
         describe_fixed_q7,
     );
     assert!(matches!(result, Err(BandError::Geometry { .. })));
     // An advance that is not a multiple of the largest sample step (4 with two octaves).
     let mut o = owned(W, rows());
-    let buffers = BandBuffers {
-        table: &mut o.table,
-        maps: &mut o.maps,
-        keypoints: &mut o.keypoints,
-        descriptors: &mut o.descriptors,
-    };
+    let band = buffers(&mut o);
     let result = BandedSurf::<Float, DescriptorQ7>::new(
         &config(),
         W,
         H,
         rows() + 6,
         6,
-        buffers,
+        band,
         describe_f32_q7,
     );
     assert!(matches!(result, Err(BandError::Geometry { .. })));
@@ -152,14 +147,9 @@ fn a_descriptor_window_no_kept_row_covers_is_an_error() {
     let c = config();
     let band = rows();
     let mut o = owned(w, band);
-    let buffers = BandBuffers {
-        table: &mut o.table,
-        maps: &mut o.maps,
-        keypoints: &mut o.keypoints,
-        descriptors: &mut o.descriptors,
-    };
+    let memory = buffers(&mut o);
     let mut surf =
-        BandedSurf::<Float, DescriptorQ7>::new(&c, w, h, band, ADVANCE, buffers, describe_f32_q7)
+        BandedSurf::<Float, DescriptorQ7>::new(&c, w, h, band, ADVANCE, memory, describe_f32_q7)
             .unwrap();
     for _ in 0..band + 2 * ADVANCE {
         surf.push_row(&[50u8; W]).unwrap();
