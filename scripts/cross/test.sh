@@ -4,7 +4,7 @@
 #   - the example firmware (the banded path of surfcl-core, embedded/) under qemu for each
 #     microcontroller target, variant and memory map (256 KB: 3 octaves; 192 KB: 2 octaves), on
 #     a held-in frame and a synthetic one: the same keypoints as the x86 CPU backend's full-frame
-#     `surfcl detect --backend cpu --octaves N` (same count, x / y / scale within 1e-3 px for the
+#     `surfcl detect --backend cpu --octaves N --max-keypoints CAPACITY` (same count, x / y / scale within 1e-3 px for the
 #     f32 variant, within 0.05 px for the fixed-point one, whose arithmetic is its own;
 #     core/tests/fixed_point.rs holds it to the f32 path on all six frames, core/tests/banded.rs
 #     holds the banded path to the full-frame one bit for bit), `ram_high_water` (statics +
@@ -48,9 +48,12 @@ PY
 status=0
 for frame in "$image" "$work/synthetic.pgm"; do
     name=$(basename "$frame" .pgm)
-    for octaves in 3 2; do
-        echo "== x86 reference: $host detect $frame --backend cpu --octaves $octaves"
-        "$host" detect "$frame" --backend cpu --octaves "$octaves" \
+    # The firmware's octaves and keypoint capacity per memory map: 3 and 512 in 256 KB, 2 and 256
+    # in 192 KB (embedded/src/buffers.rs).
+    for config in 3:512 2:256; do
+        IFS=: read -r octaves capacity <<<"$config"
+        echo "== x86 reference: $host detect $frame --backend cpu --octaves $octaves --max-keypoints $capacity"
+        "$host" detect "$frame" --backend cpu --octaves "$octaves" --max-keypoints "$capacity" \
             --json "$work/host-$name-$octaves.json" >/dev/null
     done
     for run in $runs; do
