@@ -116,7 +116,7 @@ cross-linux: deps-cross
 	@ls -l $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl $(CROSS_DIR)/$(LINUX_CROSS)/release/surfcl-node \
 		$(CROSS_DIR)/$(LINUX_CROSS)/surfcl-cpu-only
 
-# One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32|fixed]
+# One firmware ELF: make firmware TARGET=thumbv6m-none-eabi [VARIANT=f32|fixed] [MEMORY=256K|192K]
 # (fixed: integer-only detection, orientation and Q7 descriptors, for parts without an FPU)
 firmware: deps-cross
 	$(MCU_CARGO) build --release --locked --manifest-path embedded/Cargo.toml --target $(TARGET) \
