@@ -3,9 +3,12 @@
 # on each, `surfcl detect` reports of both against the CPU backend, `surfcl bench` 1920x1080 on
 # both in the same run, and the CPU backend on 1 to 16 cores.
 #
-# Prepare here (PAYLOAD is a git-ignored folder that the device call carries):
-#   scripts/device/build-pocl-cuda.sh stage PAYLOAD          (or a pocl-cuda-install.tar.xz)
-#   cargo build --release -p surfcl-cli && cp target/release/surfcl PAYLOAD/
+# Prepare here (PAYLOAD is a git-ignored folder of the checkout that the device call sends,
+# e.g. .device-pocl/ listed in .git/info/exclude; a helper's worktree is not what is sent, so
+# copy this script and build-pocl-cuda.sh into PAYLOAD too):
+#   scripts/device/build-pocl-cuda.sh stage PAYLOAD     (or PAYLOAD/pocl-cuda-install.tar.xz
+#                                                        from an earlier `build`)
+#   cargo build --release -p surfcl-cli && strip -o PAYLOAD/surfcl target/release/surfcl
 #   cargo test --release -p surfcl-tests --no-run --test opencl_matches_cpu --test opencl_harris \
 #       --test opencl_stream --test opencl_select --test opencl_profiling
 #   and copy those test binaries to PAYLOAD/tests/ under their names without the hash.
