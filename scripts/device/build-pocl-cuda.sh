@@ -8,12 +8,15 @@
 #       on a Debian 12 machine with network: puts into DIR the pinned PoCL source (with the
 #       CUDA 13 fix below) and the parts of Debian's LLVM 16.0.6 development packages that PoCL's
 #       build needs (headers, CMake files, llvm-config, clang, opt, llc, llvm-as, llvm-link, lli,
-#       llvm-dis), about 10 MB compressed. Set POCL_GIT_DIR to a clone or bare mirror of PoCL to
-#       take the source from there instead of cloning it.
+#       llvm-dis, and the libz3.so.4 that Debian's llvm-config links), about 15 MB compressed.
+#       Set POCL_GIT_DIR to a clone or bare mirror of PoCL to take the source from there
+#       instead of cloning it.
 #   scripts/device/build-pocl-cuda.sh build DIR
 #       on the GPU machine: configures, builds and installs PoCL into $POCL_PREFIX (default
 #       /opt/pocl-cuda), CUDA driver only, and packs the installation into
 #       DIR/pocl-cuda-install.tar.xz so that a fresh machine can unpack it (`unpack`).
+#       POCL_WITHOUT_CUDA=1 configures without the CUDA driver (to try the LLVM side on a
+#       machine without CUDA); POCL_HOST_CPU=ON adds PoCL's CPU device.
 #   scripts/device/build-pocl-cuda.sh unpack DIR
 #       unpacks that archive into $POCL_PREFIX.
 #   scripts/device/build-pocl-cuda.sh register
