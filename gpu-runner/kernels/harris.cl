@@ -178,7 +178,15 @@ __kernel void harris_response(__global const int* pxx, __global const int* pyy,
         if (lid < s) t_max[lid] = max(t_max[lid], t_max[lid + s]);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lid == 0) atomic_max(&result[H_MAX], t_max[0]);
+    if (lid == 0) {
+        // An unsigned max through compare-and-swap rather than atomic_max: PoCL's CUDA driver
+        // (7.0 and later) compiles atomic_max on uint to a signed max, which breaks this order.
+        uint v = t_max[0], seen = 0u;
+        for (uint old = 0u; old < v; old = seen) {
+            seen = atomic_cmpxchg(&result[H_MAX], old, v);
+            if (seen == old) break;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

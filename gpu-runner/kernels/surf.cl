@@ -5,11 +5,16 @@
 // one correctly rounded f32 multiply for the response, the packed 8-bit log-companded bytes,
 // strict 3x3x3 NMS, the Newton step of Brown & Lowe, OpenSURF's orientation and descriptor.
 // FP_CONTRACT is off so that no multiply-add is fused: the f32 results are then the same
-// IEEE operations, in the same order, as the Rust reference. No double is used anywhere: the
-// Newton step and the elementary functions are the core's f32 definitions, and the host builds
-// with -cl-fp32-correctly-rounded-divide-sqrt where the device has it, so divisions and square
-// roots round as on the CPU.
+// IEEE operations, in the same order, as the Rust reference. The Newton step and the elementary
+// functions are the core's f32 definitions, and the host builds with
+// -cl-fp32-correctly-rounded-divide-sqrt where the device has it, so divisions and square roots
+// round as on the CPU; the descriptor's norm takes its root in double where the device has
+// cl_khr_fp64, which rounds the same and does not depend on that option.
 #pragma OPENCL FP_CONTRACT OFF
+
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // The core's elementary functions (core/src/math.rs, docs/ARCHITECTURE.md), operation by
@@ -939,7 +944,13 @@ __kernel void descriptor(__global const uint* ii, int w, int h, uint capacity,
             // Summed in sub-region order, as the CPU does; a flat patch gives zeros.
             float len = 0.0f;
             for (int k = 0; k < 16; ++k) len += sub_len[k];
+#ifdef cl_khr_fp64
+            // The correctly rounded float root also where float sqrt is approximate (PoCL's
+            // CUDA driver): the double root rounded to float is it (53 >= 2 * 24 + 2 bits).
+            len = (float)sqrt((double)len);
+#else
             len = sqrt(len);
+#endif
             inv_len = len > 0.0f && isfinite(len) ? len : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
