@@ -46,18 +46,33 @@ fn stage_ms(out: &DetectOutput, name: &str) -> f64 {
     ms
 }
 
-/// Checks warm frames (the candidate buffer already grown) against the CPU keypoints, and the
-/// selection time against the response stage's (the fastest of the frames for both: a busy
-/// machine only slows a stage down).
+/// The CPU reference: the keypoints `detect` puts into a sink of `MAX_KEYPOINTS`, strongest
+/// first, and how many it dropped (the count `detect` returns).
+fn cpu_reference(detect: impl FnOnce(&mut KeypointBuffer<'_>) -> usize) -> (Vec<Keypoint>, usize) {
+    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
+    let mut sink = KeypointBuffer::new(&mut storage);
+    let dropped = detect(&mut sink);
+    sink.sort();
+    (sink.points().to_vec(), dropped)
+}
+
+/// Checks `img` through `detect` against the CPU keypoints `cpu` (with `dropped`): first after a
+/// frame without candidates (the dense frame after it is ranked the way the last frame's count
+/// picks: one pass over every run), then warm frames (the candidate buffer already grown,
+/// merge-sorted), and the selection time against the response stage's (the fastest of the
+/// frames for both: a busy machine only slows a stage down).
 fn check(
-    mut detect: impl FnMut() -> DetectOutput,
-    cpu: &[Keypoint],
-    dropped: usize,
+    mut detect: impl FnMut(&GrayImage<'_>) -> DetectOutput,
+    img: &GrayImage<'_>,
+    (cpu, dropped): (Vec<Keypoint>, usize),
     response_stage: &str,
 ) {
+    let calm = vec![40u8; W * H];
+    detect(&GrayImage::new(&calm, W, H).unwrap());
+    assert_eq!(detect(img).keypoints, cpu);
     let (mut select, mut response) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..3 {
-        let out = detect();
+        let out = detect(img);
         assert!(
             out.candidates > 100_000,
             "the grid must give many candidates, got {}",
@@ -98,11 +113,11 @@ fn surf_selection(px: &[u8]) {
     let mut table = vec![0u32; integral_len(W, H).unwrap()];
     let ii = IntegralImage::compute(&img, &mut table).unwrap();
     let mut scratch = vec![0u32; surf::scratch_len(&config, W, H).unwrap()];
-    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
-    let mut sink = KeypointBuffer::new(&mut storage);
-    let stats = surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
-    sink.sort();
-
+    let cpu = cpu_reference(|sink| {
+        surf::detect(&ii, &config, &mut scratch, sink)
+            .unwrap()
+            .dropped
+    });
     let mut gpu = SurfPipeline::open(
         None,
         SurfPipelineConfig {
@@ -114,24 +129,18 @@ fn surf_selection(px: &[u8]) {
         },
     )
     .unwrap();
-    // A frame without candidates first: the dense frame after it is ranked the way the last
-    // frame's count picks (one pass over every run), the warm frames are merge-sorted.
-    let calm = vec![40u8; W * H];
-    gpu.detect(&GrayImage::new(&calm, W, H).unwrap()).unwrap();
-    assert_eq!(gpu.detect(&img).unwrap().keypoints, sink.points());
-    let detect = || gpu.detect(&img).unwrap();
-    check(detect, sink.points(), stats.dropped, "hessian_f32");
+    check(|i| gpu.detect(i).unwrap(), &img, cpu, "hessian_f32");
 }
 
 fn harris_selection(px: &[u8]) {
     let img = GrayImage::new(px, W, H).unwrap();
     let config = HarrisConfig::default();
     let mut scratch = vec![0i32; harris::scratch_len(W, H).unwrap()];
-    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
-    let mut sink = KeypointBuffer::new(&mut storage);
-    let stats = harris::detect(&img, &config, &mut scratch, &mut sink).unwrap();
-    sink.sort();
-
+    let cpu = cpu_reference(|sink| {
+        harris::detect(&img, &config, &mut scratch, sink)
+            .unwrap()
+            .dropped
+    });
     let mut gpu = HarrisPipeline::open(
         None,
         HarrisPipelineConfig {
@@ -140,9 +149,5 @@ fn harris_selection(px: &[u8]) {
         },
     )
     .unwrap();
-    let calm = vec![40u8; W * H];
-    gpu.detect(&GrayImage::new(&calm, W, H).unwrap()).unwrap();
-    assert_eq!(gpu.detect(&img).unwrap().keypoints, sink.points());
-    let detect = || gpu.detect(&img).unwrap();
-    check(detect, sink.points(), stats.dropped, "harris_response");
+    check(|i| gpu.detect(i).unwrap(), &img, cpu, "harris_response");
 }
