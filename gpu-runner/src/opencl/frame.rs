@@ -100,6 +100,13 @@ pub(crate) struct Launch<'a> {
 }
 
 impl FrameIo {
+    /// The candidates `header` reports when they did not fit the candidate buffer (the kernels
+    /// found more than its capacity, or flagged an overflow); `None` when they fit.
+    pub(crate) fn candidates_overflow(&self, header: Header<'_>) -> Option<usize> {
+        let found = header.candidates();
+        (header.overflowed() || found > self.candidate_capacity).then_some(found)
+    }
+
     /// Checks the sizes and capacity the kernels rely on and allocates the shared buffers.
     pub(crate) fn new(
         gpu: Gpu,
@@ -441,15 +448,10 @@ pub(crate) trait DetectorKernels: std::fmt::Debug + Send {
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError>;
 }
 
-/// What every detector's configuration offers the registry (`detector.rs`): its frame size and
-/// work-group size, and the kernels it opens.
+/// What every detector's configuration offers the registry (`detector.rs`): the kernels it
+/// opens. (The frame and work-group sizes are fields of every configuration, which the
+/// registry reads directly.)
 pub(crate) trait DetectorSetup {
-    /// The largest frame (width, height).
-    fn max_size(&self) -> (usize, usize);
-    /// Makes the configuration one for frames up to `max_width x max_height`.
-    fn set_max_size(&mut self, max_width: usize, max_height: usize);
-    /// Sets the work-items per group (`None`: the detector's defaults).
-    fn set_local_size(&mut self, local_size: Option<usize>);
     /// Opens the detector's kernels on `gpu`.
     fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError>;
 }

@@ -32,7 +32,7 @@ use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 
-use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel, enqueue_descriptor};
+use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel};
 use super::device::select;
 use super::device_info::DeviceInfo;
 use super::enqueue::launch_after;
@@ -93,6 +93,12 @@ impl HarrisPipelineConfig {
             describe: true,
             local_size: None,
         }
+    }
+}
+
+impl DetectorSetup for HarrisPipelineConfig {
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(HarrisPipeline::new(gpu, *self)?))
     }
 }
 
@@ -419,7 +425,7 @@ impl DetectorKernels for HarrisPipeline {
         let expected = self.io.last_candidates;
         self.select.enqueue(bound, expected, events)?;
         if let Some(d) = &self.describe {
-            self.io.split_done = enqueue_descriptor(
+            self.io.describe(
                 &d.descriptor,
                 self.groups,
                 d.descriptor_local,
@@ -431,9 +437,8 @@ impl DetectorKernels for HarrisPipeline {
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
-        let found = header.candidates();
         // The candidate buffer holds the proven bound (module docs): an overflow is a bug.
-        if header.overflowed() || found > self.io.candidate_capacity {
+        if let Some(found) = self.io.candidates_overflow(header) {
             return Err(OpenClError::CandidateOverflow {
                 found,
                 capacity: self.io.candidate_capacity,
@@ -452,23 +457,5 @@ impl DetectorKernels for HarrisPipeline {
 
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
-    }
-}
-
-impl DetectorSetup for HarrisPipelineConfig {
-    fn max_size(&self) -> (usize, usize) {
-        (self.max_width, self.max_height)
-    }
-
-    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
-        (self.max_width, self.max_height) = (max_width, max_height);
-    }
-
-    fn set_local_size(&mut self, local_size: Option<usize>) {
-        self.local_size = local_size;
-    }
-
-    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
-        Ok(Box::new(HarrisPipeline::new(gpu, *self)?))
     }
 }

@@ -35,9 +35,7 @@ use ocl::{Buffer, Event, Kernel, Program};
 use surfcl_core::GrayImage;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
-use super::descriptor::{
-    DESCRIPTOR_WORK_ITEMS, ORIENTATION_TABLE_BYTES, descriptor_kernel, enqueue_descriptor,
-};
+use super::descriptor::{DESCRIPTOR_WORK_ITEMS, ORIENTATION_TABLE_BYTES, descriptor_kernel};
 use super::device::select;
 use super::enqueue::launch_after;
 use super::error::OpenClError;
@@ -70,6 +68,12 @@ pub struct SurfPipelineConfig {
     /// Work-group size to use (clamped to what the device and each kernel allow); `None`: 64.
     /// Results do not depend on it (the tests check that).
     pub local_size: Option<usize>,
+}
+
+impl DetectorSetup for SurfPipelineConfig {
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(SurfPipeline::new(gpu, *self)?))
+    }
 }
 
 /// Sampling grid of each octave for a frame size.
@@ -447,7 +451,7 @@ impl DetectorKernels for SurfPipeline {
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
         let expected = self.io.last_candidates;
         self.select.enqueue(cand_bound, expected, events)?;
-        self.io.split_done = enqueue_descriptor(
+        self.io.describe(
             &self.k_descriptor,
             self.groups,
             l.descriptor,
@@ -458,8 +462,7 @@ impl DetectorKernels for SurfPipeline {
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
-        let found = header.candidates();
-        if header.overflowed() || found > self.io.candidate_capacity {
+        if let Some(found) = self.io.candidates_overflow(header) {
             self.grow_candidates(found)?;
             return Ok(false);
         }
@@ -468,24 +471,6 @@ impl DetectorKernels for SurfPipeline {
 
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
-    }
-}
-
-impl DetectorSetup for SurfPipelineConfig {
-    fn max_size(&self) -> (usize, usize) {
-        (self.max_width, self.max_height)
-    }
-
-    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
-        (self.max_width, self.max_height) = (max_width, max_height);
-    }
-
-    fn set_local_size(&mut self, local_size: Option<usize>) {
-        self.local_size = local_size;
-    }
-
-    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
-        Ok(Box::new(SurfPipeline::new(gpu, *self)?))
     }
 }
 
