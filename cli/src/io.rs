@@ -13,29 +13,13 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use image::{DynamicImage, ImageReader, Limits};
-use surfcl_core::GrayImage;
 use surfcl_core::homography::Homography;
 use surfcl_core::image::check_dimensions;
 
 use surfcl_gpu::Error;
 
-/// An owned 8-bit grayscale image, row-major and tightly packed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedGray {
-    /// Width in pixels.
-    pub width: usize,
-    /// Height in pixels.
-    pub height: usize,
-    /// `width * height` luminance values.
-    pub pixels: Vec<u8>,
-}
-
-impl OwnedGray {
-    /// Borrows the image as the core's checked [`GrayImage`].
-    pub fn view(&self) -> Result<GrayImage<'_>, Error> {
-        Ok(GrayImage::new(&self.pixels, self.width, self.height)?)
-    }
-}
+/// The images loaded here: the runtime's owned 8-bit grey image.
+pub use surfcl_gpu::OwnedGray;
 
 pub use surfcl_core::image::luminance;
 

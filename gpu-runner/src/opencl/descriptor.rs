@@ -69,18 +69,18 @@ pub(crate) fn descriptor_kernel(
 }
 
 impl FrameIo {
-    /// Enqueues surf.cl's `descriptor` kernel (made by [`descriptor_kernel`]) over `groups`
-    /// groups of `local` work-items: in one launch, or, when `split` asks for it, the first
-    /// records in a launch of their own, whose count and event go to [`FrameIo::split_done`]
-    /// (`None` there otherwise), then the rest.
+    /// Enqueues surf.cl's `descriptor` kernel (made by [`descriptor_kernel`]) over
+    /// [`FrameIo::descriptor_groups`] groups of `local` work-items: in one launch, or, when
+    /// `split` asks for it, the first records in a launch of their own, whose count and event go
+    /// to [`FrameIo::split_done`] (`None` there otherwise), then the rest.
     pub(crate) fn describe(
         &mut self,
         kernel: &Kernel,
-        groups: usize,
         local: usize,
         split: Option<usize>,
         events: &mut Events,
     ) -> Result<(), OpenClError> {
+        let groups = self.descriptor_groups;
         self.split_done = enqueue_descriptor(kernel, groups, local, split, events)?;
         Ok(())
     }

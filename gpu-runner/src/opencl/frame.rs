@@ -71,6 +71,9 @@ pub(crate) struct FrameIo {
     pub last_size: (usize, usize),
     /// Candidates the detector's candidate buffer holds now (set by the detector).
     pub candidate_capacity: usize,
+    /// Work-groups the descriptor kernel runs in ([`FrameIo::describe`]; set by the detector
+    /// for its device).
+    pub descriptor_groups: usize,
     /// Device memory of all the detector's buffers, bytes (set by the detector).
     pub device_bytes: u64,
     /// Candidates of the last frame read back (sizes launches of the next one; never results).
@@ -143,6 +146,7 @@ impl FrameIo {
             readbacks: 0,
             last_size: (0, 0),
             candidate_capacity: 0,
+            descriptor_groups: 1,
             device_bytes: 0,
             last_candidates: None,
             transfer_queue,

@@ -171,7 +171,6 @@ pub struct HarrisPipeline {
     config: HarrisPipelineConfig,
     tile_items: usize,
     nms_local: usize,
-    groups: usize,
     response: Buffer<f32>,
     k_gradients: Kernel,
     k_response: Kernel,
@@ -286,7 +285,7 @@ impl HarrisPipeline {
         } else {
             None
         };
-        let groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
+        io.descriptor_groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
         let integral_len = describe.as_ref().map_or(1, |d| d.integral.len());
         let band_sum_bytes = describe.as_ref().map_or(0, |d| d.kernels.device_bytes());
         io.device_bytes = [
@@ -307,7 +306,6 @@ impl HarrisPipeline {
             config,
             tile_items,
             nms_local,
-            groups,
             response,
             k_gradients,
             k_response,
@@ -425,13 +423,8 @@ impl DetectorKernels for HarrisPipeline {
         let expected = self.io.last_candidates;
         self.select.enqueue(bound, expected, events)?;
         if let Some(d) = &self.describe {
-            self.io.describe(
-                &d.descriptor,
-                self.groups,
-                d.descriptor_local,
-                frame.split,
-                events,
-            )?;
+            self.io
+                .describe(&d.descriptor, d.descriptor_local, frame.split, events)?;
         }
         Ok(())
     }

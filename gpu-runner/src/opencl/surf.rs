@@ -182,7 +182,6 @@ pub struct SurfPipeline {
     cand: Buffer<u32>,
     keys: Buffer<u64>,
     select: StrongestN,
-    groups: usize,
     local: LocalSizes,
     integral: Buffer<u32>,
     responses: Option<Buffer<f32>>,
@@ -253,7 +252,7 @@ impl SurfPipeline {
         // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
         // (groups past the frame's count leave at once), at most 32 per compute unit.
         let cus = gpu.selected.info.compute_units.max(1) as usize;
-        let groups = (cus * 32).clamp(1, n.max(1));
+        io.descriptor_groups = (cus * 32).clamp(1, n.max(1));
         let memory = device_memory(
             &io,
             &integral,
@@ -270,7 +269,6 @@ impl SurfPipeline {
             cand,
             keys,
             select,
-            groups,
             local,
             integral,
             responses,
@@ -451,13 +449,8 @@ impl DetectorKernels for SurfPipeline {
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
         let expected = self.io.last_candidates;
         self.select.enqueue(cand_bound, expected, events)?;
-        self.io.describe(
-            &self.k_descriptor,
-            self.groups,
-            l.descriptor,
-            frame.split,
-            events,
-        )?;
+        self.io
+            .describe(&self.k_descriptor, l.descriptor, frame.split, events)?;
         Ok(())
     }
 
