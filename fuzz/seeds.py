@@ -2,28 +2,12 @@
 """Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/seed-*) from real data:
 crops of the Oxford boat image and the H1to*p homographies. Run from the repository root:
 python3 fuzz/seeds.py. Files stay small (the whole corpus is well under 2 MB)."""
-import os, struct, zlib
+import os, struct, sys, zlib
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(ROOT, "..", "data", "oxford-boat")
-
-
-def read_pgm(path):
-    raw = open(path, "rb").read()
-    fields, pos = [], 2
-    while len(fields) < 3:
-        while raw[pos:pos + 1].isspace():
-            pos += 1
-        if raw[pos:pos + 1] == b"#":
-            pos = raw.index(b"\n", pos) + 1
-            continue
-        end = pos
-        while not raw[end:end + 1].isspace():
-            end += 1
-        fields.append(int(raw[pos:end]))
-        pos = end
-    w, h, _ = fields
-    return w, h, raw[pos + 1:pos + 1 + w * h]
+sys.path.insert(0, os.path.join(ROOT, "..", "scripts", "data"))
+from pgm import read_pgm  # noqa: E402 (found through the path above)
 
 
 def crop(img, x, y, cw, ch, step=1):

@@ -13,29 +13,13 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use image::{DynamicImage, ImageReader, Limits};
-use surfcl_core::GrayImage;
 use surfcl_core::homography::Homography;
 use surfcl_core::image::check_dimensions;
 
 use surfcl_gpu::Error;
 
-/// An owned 8-bit grayscale image, row-major and tightly packed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedGray {
-    /// Width in pixels.
-    pub width: usize,
-    /// Height in pixels.
-    pub height: usize,
-    /// `width * height` luminance values.
-    pub pixels: Vec<u8>,
-}
-
-impl OwnedGray {
-    /// Borrows the image as the core's checked [`GrayImage`].
-    pub fn view(&self) -> Result<GrayImage<'_>, Error> {
-        Ok(GrayImage::new(&self.pixels, self.width, self.height)?)
-    }
-}
+/// The images loaded here: the runtime's owned 8-bit grey image.
+pub use surfcl_gpu::OwnedGray;
 
 pub use surfcl_core::image::luminance;
 
@@ -107,15 +91,22 @@ pub fn load_gray_or_stdin(path: &Path) -> Result<OwnedGray, Error> {
         return load_gray(path);
     }
     let name = Path::new(STDIN_NAME);
-    let bytes = read_stream_capped(std::io::stdin().lock(), name, MAX_IMAGE_FILE_BYTES)?;
+    let stdin = std::io::stdin().lock();
+    let bytes = read_stream_capped(stdin, name, MAX_IMAGE_FILE_BYTES, STDIN_IMAGE)?;
     decode_gray(&bytes, name)
 }
 
-/// Reads `reader` to its end, failing when there are more than `limit` bytes (named `name`).
+/// What [`read_stream_capped`] reads from standard input, and what it should hold.
+const STDIN_IMAGE: (&str, &str) = ("the input", "an image");
+
+/// Reads `reader` (called `name` in errors) to its end, failing when there are more than `limit`
+/// bytes: `(source, what)` say what was read and what it should hold in the message ("`source` is
+/// larger than the `limit` bytes accepted for `what`").
 fn read_stream_capped(
     reader: impl std::io::Read,
     name: &Path,
     limit: u64,
+    (source, what): (&str, &str),
 ) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -126,7 +117,7 @@ fn read_stream_capped(
     if bytes.len() as u64 > limit {
         return Err(Error::Decode {
             path: name.to_path_buf(),
-            message: format!("the input is larger than the {limit} bytes accepted for an image"),
+            message: format!("{source} is larger than the {limit} bytes accepted for {what}"),
         });
     }
     Ok(bytes)
@@ -172,7 +163,6 @@ pub fn require_regular_file(path: &Path) -> Result<(), Error> {
 /// Reads at most `limit` bytes of a regular file and fails if there is more, so that a huge
 /// file is never read into memory whole; `what` names the expected content in the message.
 fn read_capped(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Error> {
-    use std::io::Read;
     require_regular_file(path)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     // The path may have been replaced between the check and the open: check what was opened.
@@ -183,17 +173,7 @@ fn read_capped(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, Error> {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
         ));
     }
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > limit {
-        return Err(Error::Decode {
-            path: path.to_path_buf(),
-            message: format!("the file is larger than the {limit} bytes accepted for {what}"),
-        });
-    }
-    Ok(bytes)
+    read_stream_capped(file, path, limit, ("the file", what))
 }
 
 /// A decoder error in words a user can act on.
@@ -269,8 +249,11 @@ mod tests {
     #[test]
     fn a_stream_over_the_cap_is_refused() {
         let name = Path::new(STDIN_NAME);
-        assert_eq!(read_stream_capped(&b"abc"[..], name, 3).unwrap(), b"abc");
-        let e = read_stream_capped(&b"abcd"[..], name, 3)
+        assert_eq!(
+            read_stream_capped(&b"abc"[..], name, 3, STDIN_IMAGE).unwrap(),
+            b"abc"
+        );
+        let e = read_stream_capped(&b"abcd"[..], name, 3, STDIN_IMAGE)
             .unwrap_err()
             .to_string();
         assert!(e.contains("<stdin>") && e.contains("larger than"), "{e}");

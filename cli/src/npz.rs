@@ -63,8 +63,18 @@ impl Npz {
     }
 
     /// Adds the array `name` (`name.npy` in the archive) of `shape`, C order, from `values`
-    /// (exactly the product of `shape` of them).
-    fn array<T>(
+    /// (exactly the product of `shape` of them), with `T`'s own dtype.
+    fn array<T: npyz::AutoSerialize>(
+        &mut self,
+        name: &str,
+        shape: &[u64],
+        values: impl IntoIterator<Item = T>,
+    ) -> Result<(), Error> {
+        self.array_of(name, T::default_dtype(), shape, values)
+    }
+
+    /// [`Self::array`] with the elements stored as `dtype`.
+    fn array_of<T>(
         &mut self,
         name: &str,
         dtype: npyz::DType,
@@ -92,24 +102,25 @@ impl Npz {
         self.zip.write_all(&npy).map_err(|e| self.error(e))
     }
 
+    /// `name`: a two-dimensional array of `items.len()` rows of `N` columns, `row(item)` each.
+    fn rows<T, E: npyz::AutoSerialize, const N: usize>(
+        &mut self,
+        name: &str,
+        items: &[T],
+        row: impl Fn(&T) -> [E; N],
+    ) -> Result<(), Error> {
+        let shape = [items.len() as u64, N as u64];
+        self.array(name, &shape, items.iter().flat_map(row))
+    }
+
     /// `name`: an `(n, 6)` `float32` array, one keypoint per row ([`keypoint_row`]).
     pub fn keypoints(&mut self, name: &str, keypoints: &[Keypoint]) -> Result<(), Error> {
-        self.array(
-            name,
-            <f32 as npyz::AutoSerialize>::default_dtype(),
-            &[keypoints.len() as u64, KEYPOINT_COLUMNS],
-            keypoints.iter().flat_map(keypoint_row),
-        )
+        self.rows(name, keypoints, keypoint_row)
     }
 
     /// `name`: an `(n, 64)` `float32` array, one unit-length descriptor per row.
     pub fn descriptors(&mut self, name: &str, descriptors: &[Descriptor]) -> Result<(), Error> {
-        self.array(
-            name,
-            <f32 as npyz::AutoSerialize>::default_dtype(),
-            &[descriptors.len() as u64, surfcl_core::DESCRIPTOR_LEN as u64],
-            descriptors.iter().flatten().copied(),
-        )
+        self.rows(name, descriptors, |d| *d)
     }
 
     /// `name`: an `(n, 64)` `int8` array, one Q7 descriptor per row.
@@ -118,52 +129,27 @@ impl Npz {
         name: &str,
         descriptors: &[DescriptorQ7],
     ) -> Result<(), Error> {
-        self.array(
-            name,
-            <i8 as npyz::AutoSerialize>::default_dtype(),
-            &[descriptors.len() as u64, surfcl_core::DESCRIPTOR_LEN as u64],
-            descriptors.iter().flatten().copied(),
-        )
+        self.rows(name, descriptors, |d| *d)
     }
 
     /// `name`: an `(m, 3)` `float32` array, one match per row ([`match_row`]).
     pub fn matches(&mut self, name: &str, matches: &[Match]) -> Result<(), Error> {
-        self.array(
-            name,
-            <f32 as npyz::AutoSerialize>::default_dtype(),
-            &[matches.len() as u64, MATCH_COLUMNS],
-            matches.iter().flat_map(match_row),
-        )
+        self.rows(name, matches, match_row)
     }
 
     /// `name`: a one-dimensional `int64` array.
     pub fn ints(&mut self, name: &str, values: &[i64]) -> Result<(), Error> {
-        self.array(
-            name,
-            <i64 as npyz::AutoSerialize>::default_dtype(),
-            &[values.len() as u64],
-            values.iter().copied(),
-        )
+        self.array(name, &[values.len() as u64], values.iter().copied())
     }
 
     /// `name`: a one-dimensional `float64` array.
     pub fn floats(&mut self, name: &str, values: &[f64]) -> Result<(), Error> {
-        self.array(
-            name,
-            <f64 as npyz::AutoSerialize>::default_dtype(),
-            &[values.len() as u64],
-            values.iter().copied(),
-        )
+        self.array(name, &[values.len() as u64], values.iter().copied())
     }
 
     /// `name`: a 0-d `int64` array (`int(z[name])` in numpy).
     pub fn scalar(&mut self, name: &str, value: i64) -> Result<(), Error> {
-        self.array(
-            name,
-            <i64 as npyz::AutoSerialize>::default_dtype(),
-            &[],
-            [value],
-        )
+        self.array(name, &[], [value])
     }
 
     /// `name`: a 0-d unicode string array (`str(z[name])` in numpy), used for the run's
@@ -173,7 +159,7 @@ impl Npz {
         let dtype = format!("<U{chars}")
             .parse::<npyz::TypeStr>()
             .map_err(|e| self.error(e))?;
-        self.array::<String>(name, npyz::DType::Plain(dtype), &[], [text.to_owned()])
+        self.array_of::<String>(name, npyz::DType::Plain(dtype), &[], [text.to_owned()])
     }
 
     /// The archive's bytes.

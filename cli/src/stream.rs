@@ -20,8 +20,6 @@ use indicatif::ProgressBar;
 
 use super::args::{DetectOptions, ImageSize, MatchOptions};
 use super::output::{Human, JsonOutput, OutputFile, persist_all, stderr_line};
-#[cfg(feature = "opencl")]
-use surfcl_core::GrayImage;
 use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::{Descriptor, Keypoint};
 
@@ -34,7 +32,7 @@ use surfcl_core::config::Named;
 use surfcl_gpu::Error;
 use surfcl_gpu::backend::{BackendChoice, DescriptorKind, DetectParams, Features};
 #[cfg(feature = "opencl")]
-use surfcl_gpu::opencl::{DetectorConfig, OpenClError, StreamInput, StreamPipeline};
+use surfcl_gpu::opencl::{DetectorConfig, StreamPipeline};
 use surfcl_gpu::{explain_auto, open_backend};
 
 /// `surfcl stream`.
@@ -87,14 +85,6 @@ fn frame_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
 
 fn name(p: &Path) -> String {
     p.display().to_string()
-}
-
-#[cfg(feature = "opencl")]
-impl StreamInput for OwnedGray {
-    fn frame(&self) -> Result<GrayImage<'_>, OpenClError> {
-        self.view()
-            .map_err(|e| OpenClError::BadFrame(e.to_string()))
-    }
 }
 
 /// One processed frame, whichever backend ran it.

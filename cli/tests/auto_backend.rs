@@ -7,21 +7,16 @@
 //! (`no_opencl.rs` covers machines without OpenCL).
 #![cfg(feature = "opencl")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::PathBuf;
 
 use surfcl_gpu::opencl::{DeviceInfo, list_devices, preferred_device};
 
-fn boat() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm")
-}
+use common::surfcl;
 
-fn surfcl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_surfcl"))
-        .args(args)
-        .env_remove("SURFCL_DEVICE")
-        .output()
-        .unwrap()
+fn boat() -> PathBuf {
+    common::boat().join("img1.pgm")
 }
 
 fn devices() -> Vec<DeviceInfo> {

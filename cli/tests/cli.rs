@@ -3,39 +3,19 @@
 //!
 //! Everything runs on `--backend cpu` so that the results do not depend on the machine's OpenCL.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The Oxford boat sequence shipped in `data/`.
-fn boat() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat")
-}
+use common::{boat, path_str, scratch_dir, stderr, surfcl};
 
 /// A scratch path unique to one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("surfcl-cli-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn surfcl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_surfcl"))
-        .args(args)
-        // The environment must not pick a device for us.
-        .env_remove("SURFCL_DEVICE")
-        .output()
-        .unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().unwrap()
+    scratch_dir("surfcl-cli-tests").join(name)
 }
 
 /// Image size as read by the `image` crate (independently of the tool's loader).

@@ -11,22 +11,6 @@ use std::process::Command;
 
 use nix::sys::resource::{UsageWho, getrusage};
 
-/// CRC-32 (IEEE) of PNG chunks.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 /// Deflate bits, least significant first.
 struct Bits {
     out: Vec<u8>,
@@ -76,30 +60,22 @@ fn zlib_bomb(size: u64) -> Vec<u8> {
     bits.out
 }
 
-fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
-    let mut out = (data.len() as u32).to_be_bytes().to_vec();
-    let mut body = kind.to_vec();
-    body.extend_from_slice(data);
-    out.extend_from_slice(&body);
-    out.extend_from_slice(&crc32(&body).to_be_bytes());
-    out
-}
-
-/// A valid 32x32 grey PNG with an iCCP chunk inserted after IHDR that inflates to `bomb` bytes.
+/// A valid 32x32 grey PNG with an iCCP chunk right after IHDR that inflates to `bomb` bytes.
+/// The `png` encoder writes the raw chunk as given (with its CRC), the bomb included.
 fn png_with_iccp_bomb(dir: &Path, bomb: u64) -> std::path::PathBuf {
-    let plain = dir.join("plain.png");
-    image::GrayImage::from_fn(32, 32, |x, y| image::Luma([((x * 8) ^ (y * 8)) as u8]))
-        .save(&plain)
-        .unwrap();
-    let bytes = std::fs::read(&plain).unwrap();
-    // Signature (8) + IHDR (4 + 4 + 13 + 4).
-    let (head, rest) = bytes.split_at(33);
-    assert_eq!(&head[12..16], b"IHDR");
     let mut iccp = b"bomb\0\0".to_vec(); // profile name, NUL, compression method 0
     iccp.extend_from_slice(&zlib_bomb(bomb));
-    let mut out = head.to_vec();
-    out.extend_from_slice(&chunk(b"iCCP", &iccp));
-    out.extend_from_slice(rest);
+    let pixels: Vec<u8> = (0..32 * 32)
+        .map(|i| (((i % 32) * 8) ^ ((i / 32) * 8)) as u8)
+        .collect();
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, 32, 32);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_chunk(png::chunk::iCCP, &iccp).unwrap();
+    writer.write_image_data(&pixels).unwrap();
+    writer.finish().unwrap();
     let path = dir.join("iccp-bomb.png");
     std::fs::write(&path, out).unwrap();
     path

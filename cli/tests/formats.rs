@@ -10,11 +10,17 @@
 //! Everything runs on `--backend cpu` on the 320x240 boat images, so that results do not depend
 //! on the machine's OpenCL and the debug build stays fast.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+
+use common::{
+    assert_contains, assert_success, command, cpu_match_json, path_str as s, scratch_dir, stderr,
+};
 
 /// The format version the reports must carry (docs/JSON.md).
 const FORMAT_VERSION: u64 = 2;
@@ -29,20 +35,12 @@ fn qvga_dir() -> PathBuf {
 
 /// A scratch path unique to one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("surfcl-format-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    scratch_dir("surfcl-format-tests").join(name)
 }
 
 /// Runs `surfcl args`, with `stdin` on its standard input when given.
 fn surfcl_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_surfcl"))
-        .args(args)
-        .env_remove("SURFCL_DEVICE")
+    let mut child = command(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -122,17 +120,8 @@ fn every_report_has_the_format_version_and_one_keypoint_shape() {
     assert_eq!(detect["format_version"], FORMAT_VERSION);
     assert_keypoint_shape(&detect["keypoints"], "detect");
 
-    let matched = json_of(&[
-        "match",
-        s(&img1),
-        s(&img2),
-        "--backend",
-        "cpu",
-        "--homography",
-        s(&qvga_dir().join("H1to2p")),
-        "--json",
-        "-",
-    ]);
+    let h = qvga_dir().join("H1to2p");
+    let matched = json_of(&cpu_match_json(&img1, &img2, &h));
     assert_eq!(matched["format_version"], FORMAT_VERSION);
     assert_keypoint_shape(&matched["keypoints1"], "match keypoints1");
     assert_keypoint_shape(&matched["keypoints2"], "match keypoints2");
@@ -282,11 +271,7 @@ fn the_comparison_catches_a_difference() {
     let json = scratch("other.json");
     let run = |image: &Path, flag: &str, path: &Path| {
         let out = surfcl(&["detect", s(image), "--backend", "cpu", flag, s(path)]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
     };
     run(&img1, "--json", &json);
     run(&img2, "--npz", &npz);
@@ -297,11 +282,7 @@ fn the_comparison_catches_a_difference() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("npz != json: keypoints"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_contains(&stderr(&out), "npz != json: keypoints");
 }
 
 #[test]
@@ -313,11 +294,7 @@ fn an_image_can_come_from_standard_input() {
         &["detect", "-", "--backend", "cpu", "--json", "-"],
         Some(&bytes),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(from_stdin["keypoints"], from_file["keypoints"]);
     assert_eq!(from_stdin["descriptors"], from_file["descriptors"]);
@@ -337,11 +314,7 @@ fn an_image_can_come_from_standard_input() {
         &["match", s(&img1), "-", "--backend", "cpu", "--json", "-"],
         Some(&std::fs::read(&img2).unwrap()),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let piped: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(piped["matches"], files["matches"]);
     assert!(!files["matches"].as_array().unwrap().is_empty());
@@ -349,11 +322,7 @@ fn an_image_can_come_from_standard_input() {
     // Both images cannot come from the one standard input.
     let out = surfcl_with_stdin(&["match", "-", "-", "--backend", "cpu"], Some(&bytes));
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("standard input"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_contains(&stderr(&out), "standard input");
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! Also: the parameters recorded in every JSON report, the stream on the CPU backend, the match
 //! picture's line limit.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -14,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn boat() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat")
-}
+use common::{boat, command, cpu_match_json, path_str as s, stderr, surfcl};
 
 /// A fresh, empty folder for one test.
 fn fresh_dir(name: &str) -> PathBuf {
@@ -28,27 +28,17 @@ fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_surfcl")
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
-    c.args(args).env_remove("SURFCL_DEVICE");
-    c
-}
-
-fn surfcl(args: &[&str]) -> Output {
-    command(args).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+/// A one-frame 64x64 benchmark on the CPU backend (run with `SURFCL_BENCH_IMAGE=synthetic`):
+/// quick enough for a debug build.
+const SMALL_CPU_BENCH: [&str; 7] = [
+    "bench",
+    "--sizes",
+    "64x64",
+    "--frames",
+    "1",
+    "--backend",
+    "cpu",
+];
 
 /// Small crops of the boat sequence (PGM, 160x120, shifted a little from frame to frame) and the
 /// matching homography for `a.pgm` -> `b.pgm` (a pure shift), made once.
@@ -125,15 +115,7 @@ fn a_closed_stdout_ends_quietly() {
         ),
         (vec!["detect", s(&a), "--backend", "cpu"], vec![]),
         (
-            vec![
-                "bench",
-                "--sizes",
-                "64x64",
-                "--frames",
-                "1",
-                "--backend",
-                "cpu",
-            ],
+            SMALL_CPU_BENCH.to_vec(),
             vec![("SURFCL_BENCH_IMAGE", "synthetic")],
         ),
         (
@@ -342,7 +324,7 @@ fn with_file_size_limit(kib: u64, args: &[&str]) -> Output {
         .arg("-c")
         .arg(format!("trap '' XFSZ; ulimit -f {kib} && exec \"$@\""))
         .arg("bash")
-        .arg(bin())
+        .arg(env!("CARGO_BIN_EXE_surfcl"))
         .args(args)
         .env_remove("SURFCL_DEVICE")
         .output()
@@ -645,22 +627,10 @@ fn every_json_report_records_its_parameters() {
     );
     assert_eq!(v["params"]["max_keypoints"], 55);
 
-    let out = command(&[
-        "bench",
-        "--sizes",
-        "64x64",
-        "--frames",
-        "1",
-        "--backend",
-        "cpu",
-        "--json",
-        "-",
-        "--octaves",
-        "2",
-    ])
-    .env("SURFCL_BENCH_IMAGE", "synthetic")
-    .output()
-    .unwrap();
+    let out = command(&[&SMALL_CPU_BENCH[..], &["--json", "-", "--octaves", "2"]].concat())
+        .env("SURFCL_BENCH_IMAGE", "synthetic")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["params"]["surf"]["octaves"], 2);
@@ -712,17 +682,7 @@ fn match_picture_draws_at_most_200_lines_unless_draw_all() {
     let dir = fresh_dir("draw-all");
     let (img1, img2) = (boat().join("img1.pgm"), boat().join("img2.pgm"));
     let h = boat().join("H1to2p");
-    let base = [
-        "match",
-        s(&img1),
-        s(&img2),
-        "--backend",
-        "cpu",
-        "--homography",
-        s(&h),
-        "--json",
-        "-",
-    ];
+    let base = cpu_match_json(&img1, &img2, &h);
     let (some, all) = (dir.join("some.png"), dir.join("all.png"));
     let out = surfcl(&[&base[..], &["--draw", s(&some)]].concat());
     assert!(out.status.success(), "{}", stderr(&out));

@@ -6,10 +6,14 @@
 //! The ICD loader (ocl-icd) is pointed at an empty vendor folder (`OCL_ICD_VENDORS`), which hides
 //! every installed platform from this process only.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use common::{assert_contains, command, path_str, stderr};
 
 /// Well under the 10 s of the retry loop, with room for a loaded 2-core CI machine (the work
 /// itself, a 96x80 detect, takes milliseconds).
@@ -44,18 +48,12 @@ fn make_fixture() -> (PathBuf, PathBuf) {
 fn surfcl_without_opencl(args: &[&str]) -> (Output, Duration) {
     let (vendors, _) = fixture();
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_surfcl"))
-        .args(args)
+    let out = command(args)
         .env("OCL_ICD_VENDORS", &vendors)
         .env_remove("OCL_ICD_FILENAMES")
-        .env_remove("SURFCL_DEVICE")
         .output()
         .unwrap();
     (out, start.elapsed())
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Standard output and error together.
@@ -67,25 +65,16 @@ fn all_output(out: &Output) -> String {
 fn devices_reports_no_platform_at_once() {
     let (out, took) = surfcl_without_opencl(&["devices"]);
     assert!(took < BOUND, "surfcl devices took {took:?} without OpenCL");
-    assert!(
-        all_output(&out).contains("no OpenCL platform"),
-        "output: {}",
-        all_output(&out)
-    );
+    assert_contains(&all_output(&out), "no OpenCL platform");
 }
 
 #[test]
 fn backend_opencl_fails_at_once_with_a_clear_message() {
     let (_, image) = fixture();
-    let (out, took) =
-        surfcl_without_opencl(&["detect", image.to_str().unwrap(), "--backend", "opencl"]);
+    let (out, took) = surfcl_without_opencl(&["detect", path_str(&image), "--backend", "opencl"]);
     assert!(took < BOUND, "detect --backend opencl took {took:?}");
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("no OpenCL platform"),
-        "stderr: {}",
-        stderr(&out)
-    );
+    assert_contains(&stderr(&out), "no OpenCL platform");
 }
 
 #[test]
@@ -93,7 +82,7 @@ fn backend_auto_falls_back_to_the_cpu_at_once() {
     let (_, image) = fixture();
     let (out, took) = surfcl_without_opencl(&[
         "detect",
-        image.to_str().unwrap(),
+        path_str(&image),
         "--backend",
         "auto",
         "--json",

@@ -3,6 +3,8 @@
 //!
 //! Run: `cargo bench -p surfcl-core --bench core`.
 
+mod support;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -11,39 +13,8 @@ use surfcl_core::integral::integral_len;
 use surfcl_core::surf::{self, Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
 
-/// Reads a binary PGM (P5, 8-bit, `#` comments allowed).
-fn read_pgm(path: &str) -> (Vec<u8>, usize, usize) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut fields = Vec::new();
-    let mut pos = 0;
-    while fields.len() < 4 {
-        while bytes[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        if bytes[pos] == b'#' {
-            while bytes[pos] != b'\n' {
-                pos += 1;
-            }
-            continue;
-        }
-        let start = pos;
-        while !bytes[pos].is_ascii_whitespace() {
-            pos += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[start..pos]).into_owned());
-    }
-    pos += 1;
-    assert_eq!(fields[0], "P5");
-    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    (bytes[pos..pos + w * h].to_vec(), w, h)
-}
-
 fn bench(c: &mut Criterion) {
-    // SURFCL_BOAT_IMG1 lets a copied benchmark binary find the image elsewhere.
-    let path = std::env::var("SURFCL_BOAT_IMG1").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../data/oxford-boat/img1.pgm").to_string()
-    });
-    let (pixels, w, h) = read_pgm(&path);
+    let (pixels, w, h) = support::boat_img1();
     let image = GrayImage::new(&pixels, w, h).unwrap();
     let mut table = vec![0u32; integral_len(w, h).unwrap()];
     let mut storage = vec![Keypoint::default(); 20_000];

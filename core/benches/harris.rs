@@ -2,39 +2,14 @@
 //! 640x480 and tiled to 1920x1080 (the OpenCV peer is `scripts/peers_cpu.py`:
 //! `cv2.cornerHarris(img, 3, 3, 0.04)` on the same images, response only). Single thread.
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use surfcl_core::{
     GrayImage, Keypoint, KeypointBuffer, KeypointSink,
     harris::{self, HarrisConfig},
 };
-
-/// Reads a binary PGM (P5, maxval 255).
-fn read_pgm(path: &str) -> (Vec<u8>, usize, usize) {
-    let bytes = std::fs::read(path).expect("boat image");
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if bytes[i] == b'#' {
-            while bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let start = i;
-        while !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[start..i]).to_string());
-    }
-    assert_eq!(fields[0], "P5");
-    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    let data = bytes[i + 1..i + 1 + w * h].to_vec();
-    (data, w, h)
-}
 
 /// Top-left crop (640x480) or tiling (1920x1080), the same as the peer script.
 pub fn sized(src: &[u8], sw: usize, sh: usize, w: usize, h: usize) -> Vec<u8> {
@@ -44,8 +19,7 @@ pub fn sized(src: &[u8], sw: usize, sh: usize, w: usize, h: usize) -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/oxford-boat/img1.pgm");
-    let (boat, bw, bh) = read_pgm(path);
+    let (boat, bw, bh) = support::boat_img1();
     let mut group = c.benchmark_group("harris");
     group.sample_size(20);
     for (w, h) in [(640usize, 480usize), (1920, 1080)] {

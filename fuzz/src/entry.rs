@@ -158,17 +158,13 @@ pub fn surf_detect(data: &[u8]) {
         let mut sink = KeypointBuffer::new(&mut storage);
         let stats = surf::detect(&ii, &config, &mut scratch, &mut sink).expect("valid detect");
         let kps = sink.points();
-        assert!(kps.len() <= capacity);
-        assert_eq!(stats.kept, kps.len());
-        assert!(kps.windows(2).all(|p| p[0].rank_cmp(&p[1]).is_le()));
+        check_detected(kps, stats.kept, capacity);
         for k in kps {
-            assert!(k.x.is_finite() && k.y.is_finite() && k.scale > 0.0, "{k:?}");
             assert!(
                 k.response >= config.threshold,
                 "{k:?} below {}",
                 config.threshold
             );
-            assert!(k.laplacian == 1 || k.laplacian == -1);
         }
         let mut kps = kps.to_vec();
         let mut descs = vec![[0.0f32; 64]; kps.len()];
@@ -188,13 +184,7 @@ pub fn surf_detect(data: &[u8]) {
     let stats = surf::detect_with::<surf::FixedPoint, _>(&ii, &config, &mut scratch, &mut sink)
         .expect("valid fixed-point detect");
     let kps = sink.points();
-    assert!(kps.len() <= capacity);
-    assert_eq!(stats.kept, kps.len());
-    assert!(kps.windows(2).all(|p| p[0].rank_cmp(&p[1]).is_le()));
-    for k in kps {
-        assert!(k.x.is_finite() && k.y.is_finite() && k.scale > 0.0, "{k:?}");
-        assert!(k.laplacian == 1 || k.laplacian == -1);
-    }
+    check_detected(kps, stats.kept, capacity);
     let mut kps = kps.to_vec();
     let mut q7 = vec![[0i8; 64]; kps.len()];
     surfcl_core::fixed::describe_all_q7(&ii, &mut kps, config.upright, &mut q7)
@@ -205,6 +195,19 @@ pub fn surf_detect(data: &[u8]) {
             k.orientation >= 0.0 && k.orientation < std::f32::consts::TAU,
             "{k:?}"
         );
+    }
+}
+
+/// The contract of a SURF detection into a sink of `capacity` points, whichever arithmetic found
+/// them: no more points than fit, as many as the statistics say were `kept`, strongest first,
+/// finite positions, positive scales and a Laplacian sign of +1 or -1.
+fn check_detected(kps: &[Keypoint], kept: usize, capacity: usize) {
+    assert!(kps.len() <= capacity);
+    assert_eq!(kept, kps.len());
+    assert!(kps.windows(2).all(|p| p[0].rank_cmp(&p[1]).is_le()));
+    for k in kps {
+        assert!(k.x.is_finite() && k.y.is_finite() && k.scale > 0.0, "{k:?}");
+        assert!(k.laplacian == 1 || k.laplacian == -1);
     }
 }
 

@@ -13,6 +13,7 @@
 //!   (chosen once per backend).
 //! - [`opencl`]: the OpenCL backend (kernels in `kernels/*.cl`) and device listing.
 //! - [`error`]: the crate's error type.
+//! - [`OwnedGray`]: an owned 8-bit grey image (what the tool loads, the backends borrow).
 //!
 //! ## Cargo features
 //! - `opencl` (default): the OpenCL backend. Without it the crate is the CPU backend alone and
@@ -30,9 +31,13 @@ pub mod cpu;
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
+mod gray;
 mod open;
 // The unit tests load the sample images with a small test-only loader (the tool's `io` is in
-// `surfcl-cli`).
+// `surfcl-cli`). It is shared with the integration tests and benchmarks, which name this crate
+// `surfcl_gpu`: the alias lets the same file name it from inside.
+#[cfg(test)]
+extern crate self as surfcl_gpu;
 #[cfg(test)]
 #[path = "../tests/support/gray.rs"]
 mod io;
@@ -42,4 +47,5 @@ pub use backend::{
     Backend, BackendChoice, DescriptorKind, DetectParams, DetectorKind, Features, StageTiming,
 };
 pub use error::Error;
+pub use gray::OwnedGray;
 pub use open::{AutoChoice, explain_auto, open_backend};

@@ -25,6 +25,19 @@ fn boat(n: u32) -> OwnedGray {
     load_gray(&path).unwrap()
 }
 
+/// The integral table of `image` (the core's, computed directly).
+fn integral_table(image: &OwnedGray) -> Vec<u32> {
+    let view = image.view().unwrap();
+    let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
+    IntegralImage::compute(&view, &mut table).unwrap();
+    table
+}
+
+/// `table` ([`integral_table`] of `image`) as the core's integral image.
+fn integral_of<'a>(image: &OwnedGray, table: &'a [u32]) -> IntegralImage<'a> {
+    IntegralImage::from_table(table, image.width, image.height).unwrap()
+}
+
 fn detect(backend: &mut CpuBackend, image: &OwnedGray, upright: bool) -> Features {
     let mut params = DetectParams::default();
     params.surf.upright = upright;
@@ -41,9 +54,8 @@ fn backend_description_equals_the_portable_core() {
     // Upright descriptions read most Haar pairs from the backend's Haar maps (one, two threads);
     // the core, called directly, reads the integral table.
     let image = boat(1);
-    let view = image.view().unwrap();
-    let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
-    let ii = IntegralImage::compute(&view, &mut table).unwrap();
+    let table = integral_table(&image);
+    let ii = integral_of(&image, &table);
     for (threads, upright) in [(1, false), (1, true), (2, true)] {
         let mut backend = CpuBackend::with_threads(threads);
         let features = detect(&mut backend, &image, upright);
@@ -78,8 +90,8 @@ fn backend_harris_description_equals_the_portable_core() {
     // Harris corners are described upright at one fixed scale: every one from the same map.
     let image = boat(3);
     let view = image.view().unwrap();
-    let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
-    let ii = IntegralImage::compute(&view, &mut table).unwrap();
+    let table = integral_table(&image);
+    let ii = integral_of(&image, &table);
     let params = DetectParams {
         detector: surfcl_gpu::backend::DetectorKind::Harris,
         ..DetectParams::default()
@@ -169,8 +181,8 @@ fn backend_detection_equals_the_portable_core() {
     for n in [1, 3] {
         let image = boat(n);
         let view = image.view().unwrap();
-        let mut table = vec![0u32; integral_len(view.width(), view.height()).unwrap()];
-        let ii = IntegralImage::compute(&view, &mut table).unwrap();
+        let table = integral_table(&image);
+        let ii = integral_of(&image, &table);
         for init_sample_step in [1, 2] {
             let config = SurfConfig {
                 init_sample_step,

@@ -8,30 +8,13 @@ Pure Python (no PIL/numpy), deterministic; run from the repository root:
 """
 import os
 
+from pgm import read_pgm
+
 SRC = "data/oxford-boat"
 DST = "data/boat-qvga"
 OUT_W, OUT_H = 320, 240
 FACTOR = 2.5  # input pixels per output pixel
 CROP_W, CROP_H = int(OUT_W * FACTOR), int(OUT_H * FACTOR)
-
-
-def read_pgm(path):
-    data = open(path, "rb").read()
-    fields, at = [], 2
-    assert data[:2] == b"P5", path
-    while len(fields) < 3:
-        while data[at:at + 1].isspace():
-            at += 1
-        if data[at:at + 1] == b"#":
-            at = data.index(b"\n", at) + 1
-            continue
-        start = at
-        while data[at:at + 1].isdigit():
-            at += 1
-        fields.append(int(data[start:at]))
-    w, h, maxval = fields
-    assert maxval == 255
-    return w, h, data[at + 1:at + 1 + w * h]
 
 
 def weights(i):

@@ -9,9 +9,10 @@ Needs: pip install opencv-python-headless
 import json
 import statistics
 import sys
-import time
 
 import cv2
+
+from timing import timed_runs
 
 
 def main():
@@ -22,12 +23,7 @@ def main():
         img = cv2.imread(path, cv2.IMREAD_GRAYSCALE)
         if img is None:
             sys.exit(f"cannot read {path}")
-        kps, _ = orb.detectAndCompute(img, None)
-        times = []
-        for _ in range(15):
-            t0 = time.perf_counter()
-            kps, _ = orb.detectAndCompute(img, None)
-            times.append((time.perf_counter() - t0) * 1e3)
+        (kps, _), times = timed_runs(lambda: orb.detectAndCompute(img, None), 15)
         print(json.dumps({"peer": "cv2.ORB_create(5000).detectAndCompute", "threads": threads,
                           "image": path, "median_ms": round(statistics.median(times), 2),
                           "best_ms": round(min(times), 2), "keypoints": len(kps)}))

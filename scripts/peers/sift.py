@@ -7,9 +7,10 @@ warm-up and the keypoint count, as JSON. (PyPI OpenCV has no SURF: that is why s
 import json
 import statistics
 import sys
-import time
 
 import cv2
+
+from timing import timed_runs
 
 
 def main():
@@ -20,12 +21,7 @@ def main():
     if img is None:
         sys.exit(f"cannot read {path}")
     sift = cv2.SIFT_create()
-    kps, _ = sift.detectAndCompute(img, None)
-    times = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        kps, _ = sift.detectAndCompute(img, None)
-        times.append((time.perf_counter() - t0) * 1e3)
+    (kps, _), times = timed_runs(lambda: sift.detectAndCompute(img, None), 7)
     print(json.dumps({"peer": "cv2.SIFT detectAndCompute", "threads": threads,
                       "image": path, "ms": statistics.median(times), "keypoints": len(kps)}))
 

@@ -10,27 +10,12 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use surfcl_cli::io::OwnedGray;
-use surfcl_core::harris::HarrisConfig;
-use surfcl_core::surf::SurfConfig;
-use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
+use surfcl_gpu::backend::{Backend, DetectParams, DetectorKind, Features};
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::opencl::OpenClError;
-use surfcl_tests::boat_image;
+use surfcl_tests::{boat_crop, detect_params, untimed};
 
 const THREADS: usize = 3;
-
-fn crop(k: usize, x: usize, y: usize, w: usize, h: usize) -> OwnedGray {
-    let img = boat_image(k).unwrap();
-    let mut pixels = Vec::with_capacity(w * h);
-    for row in y..y + h {
-        pixels.extend_from_slice(&img.pixels[row * img.width + x..row * img.width + x + w]);
-    }
-    OwnedGray {
-        width: w,
-        height: h,
-        pixels,
-    }
-}
 
 /// Per-thread frame lists: different images (and sizes) per thread, so that a mix-up between
 /// threads' buffers would show.
@@ -38,24 +23,9 @@ fn frames_of(thread: usize) -> Vec<OwnedGray> {
     (0..4)
         .map(|i| {
             let k = 1 + (thread + i) % 6;
-            crop(k, 40 * thread + 20 * i, 30 * i, 240 - 8 * thread, 180)
+            boat_crop(k, 40 * thread + 20 * i, 30 * i, 240 - 8 * thread, 180)
         })
         .collect()
-}
-
-fn params(detector: DetectorKind) -> DetectParams {
-    DetectParams {
-        detector,
-        surf: SurfConfig::default(),
-        harris: HarrisConfig::default(),
-        max_keypoints: 400,
-        descriptor: DescriptorKind::F32,
-    }
-}
-
-fn untimed(mut f: Features) -> Features {
-    f.timings.clear();
-    f
 }
 
 type Interval = (Instant, Instant);
@@ -107,7 +77,7 @@ fn check<B: Backend, F: Fn() -> B>(
     detector: DetectorKind,
     threads: usize,
 ) -> (Duration, Duration, Duration) {
-    let params = params(detector);
+    let params = detect_params(detector, 400);
     let frames: Vec<Vec<OwnedGray>> = (0..threads).map(frames_of).collect();
     // Warm-up (untimed): the first frame builds the pipeline (OpenCL: kernel builds under the
     // setup lock).

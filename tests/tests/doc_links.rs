@@ -21,15 +21,20 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
-/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments; below
-/// `third_party/` only the `PATCHES.md` notes.
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The paths in `dir`, sorted (so that failures are reported in the same order every run).
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .collect();
     entries.sort();
-    for path in entries {
+    entries
+}
+
+/// Every `*.md` below `dir`, skipping hidden folders, build outputs and environments; below
+/// `third_party/` only the `PATCHES.md` notes.
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for path in sorted_entries(dir) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
             let skip = name.starts_with('.')
@@ -51,12 +56,7 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every `PATCHES.md` below `dir`: the project's notes on the vendored crates it patches.
 fn patch_notes(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
+    for path in sorted_entries(dir) {
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n != "target") {
                 patch_notes(&path, out);

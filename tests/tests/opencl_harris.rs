@@ -18,21 +18,11 @@ use surfcl_gpu::backend::{Backend, DetectParams, DetectorKind};
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::opencl::{DetectOutput, OpenClBackend, OpenClError};
 use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
-use surfcl_tests::{load_pgm, require_opencl};
+use surfcl_tests::{boat, crop_pixels, require_opencl};
 
-fn boat() -> (Vec<u8>, usize, usize) {
-    load_pgm(&format!(
-        "{}/../data/oxford-boat/img1.pgm",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-}
-
-/// A `w x h` crop of the boat image starting at `(x0, y0)`.
-fn crop(src: &(Vec<u8>, usize, usize), x0: usize, y0: usize, w: usize, h: usize) -> Vec<u8> {
-    assert!(x0 + w <= src.1 && y0 + h <= src.2);
-    (0..h)
-        .flat_map(|y| src.0[(y0 + y) * src.1 + x0..][..w].iter().copied())
-        .collect()
+/// The `w x h` window of boat image 1 at `(x, y)`, as (pixels, width, height).
+fn boat_window(x: usize, y: usize, w: usize, h: usize) -> (Vec<u8>, usize, usize) {
+    (crop_pixels(&boat(1), x, y, w, h), w, h)
 }
 
 fn checkerboard(w: usize, h: usize, cell: usize, margin: usize) -> Vec<u8> {
@@ -143,7 +133,7 @@ fn check_frame(
 #[test]
 fn boat_crops_match_the_core_exactly() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let mut total = 0;
     for (x0, y0, w, h, window, k, threshold) in [
         (0, 0, 641, 479, 3, 0.04, HarrisThreshold::Relative(0.01)),
@@ -159,7 +149,7 @@ fn boat_crops_match_the_core_exactly() {
         ),
         (17, 301, 250, 9, 7, 0.1, HarrisThreshold::Absolute(1e-5)),
     ] {
-        let pixels = crop(&src, x0, y0, w, h);
+        let pixels = crop_pixels(&src, x0, y0, w, h);
         let config = HarrisConfig {
             window,
             k,
@@ -239,9 +229,7 @@ fn synthetic_images_and_edge_sizes_match_the_core() {
 #[test]
 fn work_group_size_and_repeated_runs_do_not_change_results() {
     require_opencl();
-    let src = boat();
-    let (w, h) = (301, 203);
-    let pixels = crop(&src, 311, 222, w, h);
+    let (pixels, w, h) = boat_window(311, 222, 301, 203);
     let image = GrayImage::new(&pixels, w, h).unwrap();
     let config = HarrisConfig {
         window: 5,
@@ -261,7 +249,7 @@ fn work_group_size_and_repeated_runs_do_not_change_results() {
             }
         }
         // A smaller frame on the same pipeline, then the big one again: nothing stale.
-        let small = crop(&src, 0, 0, 64, 50);
+        let (small, _, _) = boat_window(0, 0, 64, 50);
         check_frame(&mut p, &small, 64, 50, 800, "small frame");
         let again = p.detect(&image).unwrap();
         assert_eq!(again.keypoints, reference.as_ref().unwrap().keypoints);
@@ -272,9 +260,7 @@ fn work_group_size_and_repeated_runs_do_not_change_results() {
 #[test]
 fn strongest_n_equals_the_core_sink() {
     require_opencl();
-    let src = boat();
-    let (w, h) = (400, 300);
-    let pixels = crop(&src, 50, 60, w, h);
+    let (pixels, w, h) = boat_window(50, 60, 400, 300);
     for max_kp in [1, 7, 100] {
         let mut p = pipeline(w, h, HarrisConfig::default(), max_kp, None);
         let out = check_frame(&mut p, &pixels, w, h, max_kp, &format!("max {max_kp}"));
@@ -286,9 +272,7 @@ fn strongest_n_equals_the_core_sink() {
 #[test]
 fn descriptors_match_core_upright_describe() {
     require_opencl();
-    let src = boat();
-    let (w, h) = (513, 389);
-    let pixels = crop(&src, 120, 90, w, h);
+    let (pixels, w, h) = boat_window(120, 90, 513, 389);
     let image = GrayImage::new(&pixels, w, h).unwrap();
     for scale in [2.0f32, 3.3] {
         let config = HarrisConfig {
@@ -353,9 +337,7 @@ fn descriptors_of_wide_frames_and_smaller_ones_after_them_match_the_core() {
 #[test]
 fn detection_only_pipeline_has_no_descriptors_and_same_points() {
     require_opencl();
-    let src = boat();
-    let (w, h) = (200, 150);
-    let pixels = crop(&src, 0, 0, w, h);
+    let (pixels, w, h) = boat_window(0, 0, 200, 150);
     let mut p = HarrisPipeline::open(
         None,
         HarrisPipelineConfig {
@@ -391,39 +373,37 @@ fn errors_are_typed() {
         p.detect(&image),
         Err(OpenClError::ImageTooLarge { height: 49, .. })
     ));
-    let bad = |harris: HarrisConfig, max_kp: usize| {
-        HarrisPipeline::open(None, HarrisPipelineConfig::new(64, 48, harris, max_kp)).err()
-    };
-    assert!(matches!(
-        bad(
+    let unsupported = [
+        (
             HarrisConfig {
                 window: 4,
                 ..HarrisConfig::default()
             },
-            10
+            10,
         ),
-        Some(OpenClError::Unsupported(_))
-    ));
-    assert!(matches!(
-        bad(
+        (
             HarrisConfig {
                 k: 0.3,
                 ..HarrisConfig::default()
             },
-            10
+            10,
         ),
-        Some(OpenClError::Unsupported(_))
-    ));
-    assert!(matches!(
-        bad(HarrisConfig::default(), 0),
-        Some(OpenClError::Unsupported(_))
-    ));
+        (HarrisConfig::default(), 0),
+    ];
+    for (harris, max_kp) in unsupported {
+        let r = HarrisPipeline::open(None, HarrisPipelineConfig::new(64, 48, harris, max_kp));
+        assert!(
+            matches!(r, Err(OpenClError::Unsupported(_))),
+            "{harris:?}, {max_kp} keypoints: {:?}",
+            r.err()
+        );
+    }
 }
 
 #[test]
 fn opencl_backend_harris_equals_cpu_backend() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let mut gpu = OpenClBackend::new(None).unwrap();
     let mut cpu = CpuBackend::with_threads(1);
     let params = DetectParams {
@@ -435,7 +415,7 @@ fn opencl_backend_harris_equals_cpu_backend() {
     };
     // Two sizes on one backend: the second frame is larger (pipeline rebuilt), the third smaller.
     for (w, h) in [(300, 200), (641, 479), (123, 77)] {
-        let pixels = crop(&src, 0, 0, w, h);
+        let pixels = crop_pixels(&src, 0, 0, w, h);
         let image = GrayImage::new(&pixels, w, h).unwrap();
         let g = gpu.detect(&image, &params).unwrap();
         let c = cpu.detect(&image, &params).unwrap();
@@ -455,7 +435,7 @@ fn opencl_backend_harris_equals_cpu_backend() {
         assert_eq!(g.descriptors.len(), c.descriptors.len());
     }
     // SURF still works on the same backend after Harris.
-    let pixels = crop(&src, 0, 0, 200, 160);
+    let pixels = crop_pixels(&src, 0, 0, 200, 160);
     let image = GrayImage::new(&pixels, 200, 160).unwrap();
     let surf = DetectParams {
         detector: DetectorKind::Surf,
@@ -472,15 +452,23 @@ fn opencl_backend_harris_equals_cpu_backend() {
 #[ignore]
 fn timing_1024() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (1024, 1024);
     // The boat image mirrored to 1024x1024 (it is 850x680).
     let pixels: Vec<u8> = (0..w * h)
         .map(|i| {
             let (x, y) = (i % w, i / w);
-            let fx = if x < src.1 { x } else { 2 * src.1 - 1 - x };
-            let fy = if y < src.2 { y } else { 2 * src.2 - 1 - y };
-            src.0[fy * src.1 + fx]
+            let fx = if x < src.width {
+                x
+            } else {
+                2 * src.width - 1 - x
+            };
+            let fy = if y < src.height {
+                y
+            } else {
+                2 * src.height - 1 - y
+            };
+            src.pixels[fy * src.width + fx]
         })
         .collect();
     let image = GrayImage::new(&pixels, w, h).unwrap();

@@ -9,21 +9,12 @@ use surfcl_core::matcher::{Match, MatchConfig, TrainBest, match_f32, match_q7};
 use surfcl_core::surf::{self, PackedCodeTable, Precision, SurfConfig};
 use surfcl_core::{Descriptor, GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
 use surfcl_gpu::opencl::{GpuMatcher, MatchTimings, OpenClError, SurfPipeline, SurfPipelineConfig};
-use surfcl_tests::{load_pgm, require_opencl};
+use surfcl_tests::{boat, crop_pixels, require_opencl};
 
-fn boat(n: u32) -> (Vec<u8>, usize, usize) {
-    load_pgm(&format!(
-        "{}/../data/oxford-boat/img{n}.pgm",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-}
-
-/// A crop of the boat image (odd sizes exercise the partial work-groups and grid edges).
-fn crop(src: &(Vec<u8>, usize, usize), w: usize, h: usize) -> Vec<u8> {
-    assert!(w <= src.1 && h <= src.2);
-    (0..h)
-        .flat_map(|y| src.0[y * src.1..][..w].iter().copied())
-        .collect()
+/// The top-left `w x h` window of boat image 1 (odd sizes exercise the partial work-groups and
+/// grid edges), as (pixels, width, height).
+fn boat_window(w: usize, h: usize) -> (Vec<u8>, usize, usize) {
+    (crop_pixels(&boat(1), 0, 0, w, h), w, h)
 }
 
 fn pipeline(
@@ -67,9 +58,8 @@ fn cpu_detect(
 #[test]
 fn integral_and_responses_are_identical_to_the_core() {
     require_opencl();
-    let b = boat(1);
     for (w, h) in [(641usize, 479usize), (1, 1), (7, 5), (40, 33)] {
-        let pixels = crop(&b, w, h);
+        let (pixels, w, h) = boat_window(w, h);
         let img = GrayImage::new(&pixels, w, h).unwrap();
         let mut table = vec![0u32; integral_len(w, h).unwrap()];
         let ii = IntegralImage::compute(&img, &mut table).unwrap();
@@ -231,9 +221,7 @@ fn assert_same_keypoints(
 #[test]
 fn keypoints_and_descriptors_match_the_core() {
     require_opencl();
-    let b = boat(1);
-    let (w, h) = (641, 479);
-    let pixels = crop(&b, w, h);
+    let (pixels, w, h) = boat_window(641, 479);
     let img = GrayImage::new(&pixels, w, h).unwrap();
     for (precision, upright) in [(Precision::F32, false), (Precision::Packed8, true)] {
         let cfg = SurfConfig {
@@ -252,9 +240,7 @@ fn keypoints_and_descriptors_match_the_core() {
 #[test]
 fn deterministic_over_runs_and_work_group_sizes_also_when_capacity_is_exceeded() {
     require_opencl();
-    let b = boat(1);
-    let (w, h) = (320, 240);
-    let pixels = crop(&b, w, h);
+    let (pixels, w, h) = boat_window(320, 240);
     let img = GrayImage::new(&pixels, w, h).unwrap();
     // A low threshold and a small capacity: many more candidates than kept keypoints.
     let cfg = SurfConfig {
@@ -283,16 +269,15 @@ fn deterministic_over_runs_and_work_group_sizes_also_when_capacity_is_exceeded()
 #[test]
 fn larger_image_than_the_pipeline_is_a_typed_error_and_smaller_ones_work() {
     require_opencl();
-    let b = boat(1);
     let mut p = pipeline(100, 80, SurfConfig::default(), 100, None);
-    let big = crop(&b, 101, 80);
+    let (big, _, _) = boat_window(101, 80);
     let img = GrayImage::new(&big, 101, 80).unwrap();
     assert!(matches!(
         p.detect(&img),
         Err(OpenClError::ImageTooLarge { width: 101, .. })
     ));
     assert!(p.device_bytes() > 100 * 80);
-    let small = crop(&b, 64, 48);
+    let (small, _, _) = boat_window(64, 48);
     let img = GrayImage::new(&small, 64, 48).unwrap();
     let out = p.detect(&img).unwrap();
     let cpu = cpu_detect(&img, &SurfConfig::default(), 100);
@@ -327,8 +312,8 @@ fn matches_are_identical_to_the_core() {
     // duplicates to exercise the tie rules.
     let (a, b) = (boat(1), boat(2));
     let cfg = SurfConfig::default();
-    let ia = GrayImage::new(&a.0, a.1, a.2).unwrap();
-    let ib = GrayImage::new(&b.0, b.1, b.2).unwrap();
+    let ia = a.view().unwrap();
+    let ib = b.view().unwrap();
     let (qk, qd, _) = cpu_detect(&ia, &cfg, 600);
     let (mut tk, mut td, _) = cpu_detect(&ib, &cfg, 600);
     tk.extend_from_slice(&qk[..20]);
@@ -373,7 +358,8 @@ fn candidate_buffer_grows_when_a_frame_has_more_candidates_than_it_holds() {
     // The candidate buffer starts at 4 per kept keypoint (at least 4096); a low threshold on
     // the whole boat frame finds more, so the pipeline must grow it, run the frame again and
     // still return exactly the core's strongest keypoints.
-    let (px, w, h) = boat(1);
+    let src = boat(1);
+    let (px, w, h) = (src.pixels, src.width, src.height);
     let img = GrayImage::new(&px, w, h).unwrap();
     let surf = SurfConfig {
         threshold: 1e-8,
@@ -400,7 +386,7 @@ fn candidate_buffer_grows_when_a_frame_has_more_candidates_than_it_holds() {
 fn frames_written_into_the_pinned_input_give_the_same_results() {
     require_opencl();
     let src = boat(1);
-    let (w, h) = (src.1, src.2);
+    let (w, h) = (src.width, src.height);
     let config = surfcl_gpu::opencl::DetectorConfig::Surf(SurfPipelineConfig {
         max_width: w,
         max_height: h,
@@ -412,17 +398,20 @@ fn frames_written_into_the_pinned_input_give_the_same_results() {
     // Before any input buffer: a clear error, not a frame of stale memory.
     let err = detector.detect_input(w, h).unwrap_err();
     assert!(err.to_string().contains("input_buffer"), "{err}");
-    let image = GrayImage::new(&src.0, w, h).unwrap();
+    let image = GrayImage::new(&src.pixels, w, h).unwrap();
     let want = detector.detect(&image).unwrap();
     assert!(want.keypoints.len() > 1000);
-    detector.input_buffer(w, h).unwrap().copy_from_slice(&src.0);
+    detector
+        .input_buffer(w, h)
+        .unwrap()
+        .copy_from_slice(&src.pixels);
     for _ in 0..2 {
         let got = detector.detect_input(w, h).unwrap();
         assert_eq!(got.keypoints, want.keypoints);
         assert_eq!(got.descriptors, want.descriptors);
     }
     // A smaller frame in the same area: its first w2 * h2 bytes.
-    let small = crop(&src, 320, 240);
+    let small = crop_pixels(&src, 0, 0, 320, 240);
     detector
         .input_buffer(320, 240)
         .unwrap()

@@ -3,19 +3,12 @@
 //! descriptors (profiling only changes how the queue records time). In its own test binary,
 //! because the switch is process-wide. Runs on PoCL (skipped without an OpenCL device).
 
-use std::path::Path;
-
-use surfcl_cli::io::load_gray;
 use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::opencl::{
     DetectOutput, DetectorConfig, StreamPipeline, SurfPipeline, SurfPipelineConfig, profiling,
     set_profiling,
 };
-
-fn boat() -> surfcl_cli::io::OwnedGray {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
-    load_gray(&path).unwrap()
-}
+use surfcl_tests::boat;
 
 fn pipeline(width: usize, height: usize) -> Option<SurfPipeline> {
     match SurfPipeline::open(
@@ -46,7 +39,7 @@ fn same_results(a: &DetectOutput, b: &DetectOutput) {
 
 #[test]
 fn profiling_switch_changes_timings_not_results() {
-    let image = boat();
+    let image = boat(1);
     let view = image.view().unwrap();
     let (w, h) = (view.width(), view.height());
     assert!(!profiling(), "profiling is off by default");

@@ -13,8 +13,8 @@ use surfcl_core::harris::{self, HarrisConfig};
 use surfcl_core::integral::integral_len;
 use surfcl_core::surf::{self, SurfConfig};
 use surfcl_core::{GrayImage, IntegralImage, Keypoint, KeypointBuffer, KeypointSink};
-use surfcl_gpu::opencl::{DetectOutput, SurfPipeline, SurfPipelineConfig};
-use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
+use surfcl_gpu::opencl::HarrisPipelineConfig;
+use surfcl_gpu::opencl::{DetectOutput, Detector, DetectorConfig, SurfPipelineConfig};
 use surfcl_tests::require_opencl;
 
 const W: usize = 4096;
@@ -46,18 +46,35 @@ fn stage_ms(out: &DetectOutput, name: &str) -> f64 {
     ms
 }
 
-/// Checks warm frames (the candidate buffer already grown) against the CPU keypoints, and the
-/// selection time against the response stage's (the fastest of the frames for both: a busy
-/// machine only slows a stage down).
+/// The CPU reference: the keypoints `detect` puts into a sink of `MAX_KEYPOINTS`, strongest
+/// first, and how many the sink dropped.
+fn cpu_reference(detect: impl FnOnce(&mut KeypointBuffer<'_>)) -> (Vec<Keypoint>, usize) {
+    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
+    let mut sink = KeypointBuffer::new(&mut storage);
+    detect(&mut sink);
+    sink.sort();
+    (sink.points().to_vec(), sink.dropped())
+}
+
+/// Checks `img` through a detector of `gpu` against the CPU keypoints `cpu` (with `dropped`):
+/// first after a frame without candidates (the dense frame after it is ranked the way the last frame's count
+/// picks: one pass over every run), then warm frames (the candidate buffer already grown,
+/// merge-sorted), and the selection time against the response stage's (the fastest of the
+/// frames for both: a busy machine only slows a stage down).
 fn check(
-    mut detect: impl FnMut() -> DetectOutput,
-    cpu: &[Keypoint],
-    dropped: usize,
+    gpu: DetectorConfig,
+    img: &GrayImage<'_>,
+    (cpu, dropped): (Vec<Keypoint>, usize),
     response_stage: &str,
 ) {
+    let mut detector = Detector::open(None, gpu).unwrap();
+    let mut detect = |image: &GrayImage<'_>| detector.detect(image).unwrap();
+    let calm = vec![40u8; W * H];
+    detect(&GrayImage::new(&calm, W, H).unwrap());
+    assert_eq!(detect(img).keypoints, cpu);
     let (mut select, mut response) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..3 {
-        let out = detect();
+        let out = detect(img);
         assert!(
             out.candidates > 100_000,
             "the grid must give many candidates, got {}",
@@ -98,51 +115,29 @@ fn surf_selection(px: &[u8]) {
     let mut table = vec![0u32; integral_len(W, H).unwrap()];
     let ii = IntegralImage::compute(&img, &mut table).unwrap();
     let mut scratch = vec![0u32; surf::scratch_len(&config, W, H).unwrap()];
-    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
-    let mut sink = KeypointBuffer::new(&mut storage);
-    let stats = surf::detect(&ii, &config, &mut scratch, &mut sink).unwrap();
-    sink.sort();
-
-    let mut gpu = SurfPipeline::open(
-        None,
-        SurfPipelineConfig {
-            max_width: W,
-            max_height: H,
-            surf: config,
-            max_keypoints: MAX_KEYPOINTS,
-            local_size: None,
-        },
-    )
-    .unwrap();
-    // A frame without candidates first: the dense frame after it is ranked the way the last
-    // frame's count picks (one pass over every run), the warm frames are merge-sorted.
-    let calm = vec![40u8; W * H];
-    gpu.detect(&GrayImage::new(&calm, W, H).unwrap()).unwrap();
-    assert_eq!(gpu.detect(&img).unwrap().keypoints, sink.points());
-    let detect = || gpu.detect(&img).unwrap();
-    check(detect, sink.points(), stats.dropped, "hessian_f32");
+    let cpu = cpu_reference(|sink| {
+        surf::detect(&ii, &config, &mut scratch, sink).unwrap();
+    });
+    let gpu = DetectorConfig::Surf(SurfPipelineConfig {
+        max_width: W,
+        max_height: H,
+        surf: config,
+        max_keypoints: MAX_KEYPOINTS,
+        local_size: None,
+    });
+    check(gpu, &img, cpu, "hessian_f32");
 }
 
 fn harris_selection(px: &[u8]) {
     let img = GrayImage::new(px, W, H).unwrap();
     let config = HarrisConfig::default();
     let mut scratch = vec![0i32; harris::scratch_len(W, H).unwrap()];
-    let mut storage = vec![Keypoint::default(); MAX_KEYPOINTS];
-    let mut sink = KeypointBuffer::new(&mut storage);
-    let stats = harris::detect(&img, &config, &mut scratch, &mut sink).unwrap();
-    sink.sort();
-
-    let mut gpu = HarrisPipeline::open(
-        None,
-        HarrisPipelineConfig {
-            describe: false,
-            ..HarrisPipelineConfig::new(W, H, config, MAX_KEYPOINTS)
-        },
-    )
-    .unwrap();
-    let calm = vec![40u8; W * H];
-    gpu.detect(&GrayImage::new(&calm, W, H).unwrap()).unwrap();
-    assert_eq!(gpu.detect(&img).unwrap().keypoints, sink.points());
-    let detect = || gpu.detect(&img).unwrap();
-    check(detect, sink.points(), stats.dropped, "harris_response");
+    let cpu = cpu_reference(|sink| {
+        harris::detect(&img, &config, &mut scratch, sink).unwrap();
+    });
+    let gpu = DetectorConfig::Harris(HarrisPipelineConfig {
+        describe: false,
+        ..HarrisPipelineConfig::new(W, H, config, MAX_KEYPOINTS)
+    });
+    check(gpu, &img, cpu, "harris_response");
 }

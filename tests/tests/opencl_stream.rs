@@ -4,51 +4,30 @@
 //! disturbing the stream.
 
 use surfcl_core::harris::HarrisConfig;
-use surfcl_core::matcher::MatchConfig;
+use surfcl_core::matcher::{Match, MatchConfig};
 use surfcl_core::surf::SurfConfig;
 use surfcl_core::{Descriptor, GrayImage, Keypoint};
 use surfcl_gpu::opencl::{
-    DetectorConfig, OpenClError, StreamFrame, StreamPipeline, SurfPipeline, SurfPipelineConfig,
+    DetectOutput, DetectorConfig, OpenClError, StreamFrame, StreamPipeline, SurfPipeline,
+    SurfPipelineConfig,
 };
 use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
-use surfcl_tests::{core_matches, require_opencl};
+use surfcl_tests::{boat, core_matches, crop_pixels, require_opencl};
 
-/// The boat image (binary PGM, P5, maxval 255, comments allowed), as (pixels, width, height).
-fn boat() -> (Vec<u8>, usize, usize) {
-    let path = format!(
-        "{}/../data/oxford-boat/img1.pgm",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if bytes[i] == b'#' {
-            while bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let start = i;
-        while !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[start..i]).to_string());
-    }
-    assert_eq!(fields[0], "P5");
-    assert_eq!(fields[3], "255");
-    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    (bytes[i + 1..i + 1 + w * h].to_vec(), w, h)
-}
-
-/// A `w x h` crop at (`dx`, `dy`): consecutive crops overlap, so frames really match.
-fn crop(src: &(Vec<u8>, usize, usize), dx: usize, dy: usize, w: usize, h: usize) -> Vec<u8> {
-    (0..h)
-        .flat_map(|y| src.0[(y + dy) * src.1 + dx..][..w].iter().copied())
-        .collect()
+/// The core's matches of the frame-by-frame output `frame` against `previous`: what a stream
+/// reports for `frame`.
+fn core_matches_of(
+    frame: &DetectOutput,
+    previous: &DetectOutput,
+    config: &MatchConfig,
+) -> Vec<Match> {
+    core_matches(
+        &frame.keypoints,
+        &frame.descriptors,
+        &previous.keypoints,
+        &previous.descriptors,
+        config,
+    )
 }
 
 fn config(w: usize, h: usize) -> SurfPipelineConfig {
@@ -64,13 +43,13 @@ fn config(w: usize, h: usize) -> SurfPipelineConfig {
 #[test]
 fn stream_equals_frame_by_frame_and_skips_bad_frames() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (240, 180);
     let crops: Vec<Vec<u8>> = [(0, 0), (6, 3), (13, 5), (20, 9)]
         .iter()
-        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .map(|&(dx, dy)| crop_pixels(&src, 300 + dx, 250 + dy, w, h))
         .collect();
-    let too_big = crop(&src, 300, 250, w + 8, h);
+    let too_big = crop_pixels(&src, 300, 250, w + 8, h);
     let mut frames: Vec<GrayImage<'_>> = crops
         .iter()
         .map(|c| GrayImage::new(c, w, h).unwrap())
@@ -123,13 +102,7 @@ fn stream_equals_frame_by_frame_and_skips_bad_frames() {
             } else {
                 assert_eq!(f.previous, Some(good[k - 1]), "frame {i}");
                 let prev = &reference[k - 1];
-                let core = core_matches(
-                    &want.keypoints,
-                    &want.descriptors,
-                    &prev.keypoints,
-                    &prev.descriptors,
-                    &matching,
-                );
+                let core = core_matches_of(want, prev, &matching);
                 assert!(core.len() > 10, "frames should match: {}", core.len());
                 assert_eq!(f.matches, core, "frame {i} cross_check {cross_check}");
             }
@@ -164,11 +137,11 @@ fn stream_equals_frame_by_frame_and_skips_bad_frames() {
 #[test]
 fn harris_stream_equals_frame_by_frame_and_skips_bad_frames() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (240, 180);
     let crops: Vec<Vec<u8>> = [(0, 0), (5, 2), (11, 7)]
         .iter()
-        .map(|&(dx, dy)| crop(&src, 200 + dx, 300 + dy, w, h))
+        .map(|&(dx, dy)| crop_pixels(&src, 200 + dx, 300 + dy, w, h))
         .collect();
     let config = HarrisPipelineConfig::new(w, h, HarrisConfig::default(), 250);
     let mut single = HarrisPipeline::open(None, config).unwrap();
@@ -180,7 +153,7 @@ fn harris_stream_equals_frame_by_frame_and_skips_bad_frames() {
     let matching = MatchConfig::default();
     let mut stream =
         StreamPipeline::open_detector(None, DetectorConfig::Harris(config), matching).unwrap();
-    let too_wide = crop(&src, 200, 300, w + 4, h);
+    let too_wide = crop_pixels(&src, 200, 300, w + 4, h);
     // Inputs: good, larger than the stream, good, unreadable (an empty file), good.
     let inputs: Vec<Result<GrayImage<'_>, String>> = vec![
         Ok(GrayImage::new(&crops[0], w, h).unwrap()),
@@ -221,13 +194,7 @@ fn harris_stream_equals_frame_by_frame_and_skips_bad_frames() {
             let (prev_input, prev_crop) = good[k - 1];
             assert_eq!(f.previous, Some(prev_input));
             let prev = &reference[prev_crop];
-            let core = core_matches(
-                &want.keypoints,
-                &want.descriptors,
-                &prev.keypoints,
-                &prev.descriptors,
-                &matching,
-            );
+            let core = core_matches_of(want, prev, &matching);
             assert!(core.len() > 10, "frames should match: {}", core.len());
             assert_eq!(f.matches, core, "frame {input}");
         }
@@ -253,12 +220,12 @@ fn harris_stream_without_descriptors_is_refused() {
 #[test]
 fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (240, 180);
     let flat = vec![128u8; w * h];
     let crops: Vec<Vec<u8>> = [(0, 0), (4, 3), (9, 5)]
         .iter()
-        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .map(|&(dx, dy)| crop_pixels(&src, 300 + dx, 250 + dy, w, h))
         .collect();
     // The readback of a frame is sized from the two frames finished before it was queued:
     // after two flat frames it is too short for a textured one.
@@ -291,13 +258,7 @@ fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
         if *i > 0 {
             assert_eq!(f.previous, Some(i - 1));
             let prev = &reference[i - 1];
-            let core = core_matches(
-                &want.keypoints,
-                &want.descriptors,
-                &prev.keypoints,
-                &prev.descriptors,
-                &matching,
-            );
+            let core = core_matches_of(want, prev, &matching);
             assert_eq!(f.matches, core, "frame {i}");
         }
     }
@@ -310,7 +271,7 @@ fn stream_with_jumping_keypoint_counts_equals_frame_by_frame() {
 #[test]
 fn stream_cli_reports_bad_files_and_matches_good_frames() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (240, 180);
     let dir = std::env::temp_dir().join(format!("surfcl-stream-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -321,12 +282,12 @@ fn stream_cli_reports_bad_files_and_matches_good_frames() {
     };
     let good: Vec<Vec<u8>> = [(0, 0), (5, 3), (11, 6)]
         .iter()
-        .map(|&(dx, dy)| crop(&src, 300 + dx, 250 + dy, w, h))
+        .map(|&(dx, dy)| crop_pixels(&src, 300 + dx, 250 + dy, w, h))
         .collect();
     pgm("f0.pgm", &good[0], w, h);
     pgm("f1.pgm", &good[1], w, h);
     std::fs::write(dir.join("f2.pgm"), b"").unwrap();
-    pgm("f3.pgm", &crop(&src, 300, 250, w + 10, h), w + 10, h);
+    pgm("f3.pgm", &crop_pixels(&src, 300, 250, w + 10, h), w + 10, h);
     pgm("f4.pgm", &good[2], w, h);
 
     for detector in ["surf", "harris"] {
@@ -422,10 +383,10 @@ fn vm_rss_kib() -> Option<u64> {
 #[test]
 fn long_stream_does_not_grow() {
     require_opencl();
-    let src = boat();
+    let src = boat(1);
     let (w, h) = (160, 120);
     let crops: Vec<Vec<u8>> = (0..8)
-        .map(|k| crop(&src, 300 + 3 * k, 250 + 2 * k, w, h))
+        .map(|k| crop_pixels(&src, 300 + 3 * k, 250 + 2 * k, w, h))
         .collect();
     let mut stream = StreamPipeline::open(None, config(w, h), MatchConfig::default()).unwrap();
     let frames = |n: usize| {

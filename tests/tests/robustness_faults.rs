@@ -2,56 +2,26 @@
 //! typed error and nothing else, and the next frame through the same backend is exactly what a
 //! backend that never failed produces.
 
-use std::process::Command;
-
 use surfcl_cli::io::OwnedGray;
-use surfcl_core::harris::HarrisConfig;
 use surfcl_core::matcher::MatchConfig;
-use surfcl_core::surf::SurfConfig;
 use surfcl_gpu::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Features};
 use surfcl_gpu::cpu::CpuBackend;
 use surfcl_gpu::error::Error;
 use surfcl_gpu::fault::{FAULT_ENV, FaultKind, FaultPlan, FaultyBackend, Operation};
 use surfcl_gpu::opencl::OpenClError;
-use surfcl_tests::boat_image;
-
-/// A `w x h` crop of boat image `k` at `(x, y)` (small, so debug builds stay fast).
-fn crop(k: usize, x: usize, y: usize, w: usize, h: usize) -> OwnedGray {
-    let img = boat_image(k).unwrap();
-    let mut pixels = Vec::with_capacity(w * h);
-    for row in y..y + h {
-        pixels.extend_from_slice(&img.pixels[row * img.width + x..row * img.width + x + w]);
-    }
-    OwnedGray {
-        width: w,
-        height: h,
-        pixels,
-    }
-}
+use surfcl_tests::{boat_crop, detect_in_child, detect_params, run_child_test, untimed};
 
 fn frames() -> Vec<OwnedGray> {
     vec![
-        crop(1, 300, 200, 200, 160),
-        crop(2, 300, 200, 200, 160),
-        crop(3, 100, 100, 180, 150),
-        crop(1, 500, 400, 160, 200),
+        boat_crop(1, 300, 200, 200, 160),
+        boat_crop(2, 300, 200, 200, 160),
+        boat_crop(3, 100, 100, 180, 150),
+        boat_crop(1, 500, 400, 160, 200),
     ]
 }
 
 fn params() -> DetectParams {
-    DetectParams {
-        detector: DetectorKind::Surf,
-        surf: SurfConfig::default(),
-        harris: HarrisConfig::default(),
-        max_keypoints: 500,
-        descriptor: DescriptorKind::F32,
-    }
-}
-
-/// Features without the timings (which differ run to run).
-fn untimed(mut f: Features) -> Features {
-    f.timings.clear();
-    f
+    detect_params(DetectorKind::Surf, 500)
 }
 
 fn run_stream(backend: &mut dyn Backend, frames: &[OwnedGray]) -> Vec<Result<Features, Error>> {
@@ -183,33 +153,18 @@ fn opencl_backend_recovers_after_an_injected_fault() {
 /// Without the environment variable of the parent it does nothing.
 #[test]
 fn cli_child() {
-    let Ok(image) = std::env::var("SURFCL_TEST_CLI_IMAGE") else {
-        return;
-    };
-    let code = surfcl_cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "cpu"]);
-    assert_eq!(
-        code,
-        std::process::ExitCode::SUCCESS,
-        "surfcl detect failed"
-    );
+    detect_in_child("SURFCL_TEST_CLI_IMAGE", "cpu");
 }
 
+/// A small image (debug builds stay fast) through [`cli_child`], with `fault` in [`FAULT_ENV`].
 fn run_child(fault: Option<&str>) -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("surfcl-fault-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("crop.pgm");
-    let img = crop(1, 300, 200, 120, 100);
-    let mut bytes = format!("P5\n{} {}\n255\n", img.width, img.height).into_bytes();
-    bytes.extend_from_slice(&img.pixels);
-    std::fs::write(&path, bytes).unwrap();
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "cli_child", "--nocapture", "--test-threads=1"])
-        .env("SURFCL_TEST_CLI_IMAGE", &path)
-        .env_remove(FAULT_ENV);
-    if let Some(f) = fault {
-        cmd.env(FAULT_ENV, f);
-    }
-    cmd.output().unwrap()
+    let image = boat_crop(1, 300, 200, 120, 100);
+    run_child_test(
+        "cli_child",
+        &image,
+        "SURFCL_TEST_CLI_IMAGE",
+        (FAULT_ENV, fault),
+    )
 }
 
 #[test]

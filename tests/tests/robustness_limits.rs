@@ -26,29 +26,17 @@ fn vm_hwm_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Table-driven CRC-32 (PNG chunks), so that the PNG inputs are valid up to their sizes.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
+/// A PNG chunk: length, type, data and the CRC-32 of type and data, so that the PNG inputs are
+/// valid up to their sizes.
 fn png_chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
-    let mut out = (data.len() as u32).to_be_bytes().to_vec();
-    let mut body = kind.to_vec();
-    body.extend_from_slice(data);
-    out.extend_from_slice(&body);
-    out.extend_from_slice(&crc32(&body).to_be_bytes());
-    out
+    let body = [&kind[..], data].concat();
+    let crc = crc32fast::hash(&body);
+    [
+        &(data.len() as u32).to_be_bytes()[..],
+        &body,
+        &crc.to_be_bytes(),
+    ]
+    .concat()
 }
 
 /// A gray 8-bit PNG that declares `w x h` and carries a tiny (stored, truncated) IDAT.

@@ -5,7 +5,7 @@
 //! again); a stream skips the one failed frame and matches the next good frame against the last
 //! good one; the CLI exits non-zero with the reason.
 
-use std::process::Command;
+use std::sync::OnceLock;
 
 use surfcl_cli::io::OwnedGray;
 use surfcl_core::GrayImage;
@@ -20,29 +20,31 @@ use surfcl_gpu::opencl::{
     StreamPipeline, SurfPipeline, SurfPipelineConfig,
 };
 use surfcl_gpu::opencl::{HarrisPipeline, HarrisPipelineConfig};
-use surfcl_tests::{boat_image, core_matches, require_opencl};
+use surfcl_tests::{boat_crop, core_matches, detect_in_child, require_opencl, run_child_test};
 
 const W: usize = 200;
 const H: usize = 160;
 
 /// A `W x H` crop of boat image 1 at `(x, y)`: consecutive offsets overlap, so frames match.
 fn crop(x: usize, y: usize) -> OwnedGray {
-    let img = boat_image(1).unwrap();
-    let mut pixels = Vec::with_capacity(W * H);
-    for row in y..y + H {
-        pixels.extend_from_slice(&img.pixels[row * img.width + x..][..W]);
-    }
-    OwnedGray {
-        width: W,
-        height: H,
-        pixels,
-    }
+    boat_crop(1, x, y, W, H)
 }
 
 fn frames() -> Vec<OwnedGray> {
     [(300, 200), (306, 203), (311, 207), (317, 210), (322, 214)]
         .iter()
         .map(|&(x, y)| crop(x, y))
+        .collect()
+}
+
+/// [`frames`] as the core's images, the frames made once for all the tests (which only read
+/// them).
+fn views() -> Vec<GrayImage<'static>> {
+    static FRAMES: OnceLock<Vec<OwnedGray>> = OnceLock::new();
+    FRAMES
+        .get_or_init(frames)
+        .iter()
+        .map(|f| f.view().unwrap())
         .collect()
 }
 
@@ -85,8 +87,7 @@ fn same(a: &DetectOutput, b: &DetectOutput) -> bool {
 #[test]
 fn frame_faults_are_typed_and_the_pipeline_stays_usable() {
     require_opencl();
-    let frames = frames();
-    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let views = views();
     let mut surf_ref = SurfPipeline::open(None, surf_config()).unwrap();
     let mut harris_ref = HarrisPipeline::open(None, harris_config()).unwrap();
     let want_surf: Vec<_> = views.iter().map(|v| surf_ref.detect(v).unwrap()).collect();
@@ -187,6 +188,17 @@ fn creation_faults_are_typed_and_a_retry_works() {
         .unwrap()
         .detect(&view)
         .unwrap();
+    // The frame's descriptors against themselves: each matches itself.
+    let mut match_itself = || {
+        matcher.match_f32(
+            &d.keypoints,
+            &d.descriptors,
+            &d.keypoints,
+            &d.descriptors,
+            &MatchConfig::default(),
+            &mut MatchTimings::default(),
+        )
+    };
     for point in [
         FaultPoint::Allocate,
         FaultPoint::Upload,
@@ -194,29 +206,13 @@ fn creation_faults_are_typed_and_a_retry_works() {
         FaultPoint::Readback,
     ] {
         plan(point, 1);
-        let r = matcher.match_f32(
-            &d.keypoints,
-            &d.descriptors,
-            &d.keypoints,
-            &d.descriptors,
-            &MatchConfig::default(),
-            &mut MatchTimings::default(),
-        );
+        let r = match_itself();
         assert!(!clear_plan(), "matcher {point} did not fire");
         match r {
             Err(e) => assert!(is_injected(&e, point), "matcher {point}: {e}"),
             Ok(_) => panic!("matcher {point}: succeeded"),
         }
-        let m = matcher
-            .match_f32(
-                &d.keypoints,
-                &d.descriptors,
-                &d.keypoints,
-                &d.descriptors,
-                &MatchConfig::default(),
-                &mut MatchTimings::default(),
-            )
-            .unwrap();
+        let m = match_itself().unwrap();
         assert_eq!(m.len(), d.keypoints.len(), "each descriptor matches itself");
         assert!(m.iter().all(|x| x.query == x.train));
     }
@@ -249,8 +245,7 @@ fn assert_matches_core(
 #[test]
 fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
     require_opencl();
-    let frames = frames();
-    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let views = views();
     let matching = MatchConfig::default();
     for detector in [
         DetectorConfig::Surf(surf_config()),
@@ -312,8 +307,7 @@ fn stream_fault_fails_one_frame_and_the_stream_goes_on() {
 #[test]
 fn stream_matching_fault_restarts_the_sequence() {
     require_opencl();
-    let frames = frames();
-    let views: Vec<GrayImage<'_>> = frames.iter().map(|f| f.view().unwrap()).collect();
+    let views = views();
     let matching = MatchConfig::default();
     let mut reference = SurfPipeline::open(None, surf_config()).unwrap();
     let want: Vec<DetectOutput> = views.iter().map(|v| reference.detect(v).unwrap()).collect();
@@ -361,39 +355,17 @@ fn stream_matching_fault_restarts_the_sequence() {
 /// OpenCL; does nothing without the parent's environment variable.
 #[test]
 fn cli_opencl_child() {
-    let Ok(image) = std::env::var("SURFCL_TEST_CL_IMAGE") else {
-        return;
-    };
-    let code =
-        surfcl_cli::main_with_args(["surfcl", "detect", image.as_str(), "--backend", "opencl"]);
-    assert_eq!(
-        code,
-        std::process::ExitCode::SUCCESS,
-        "surfcl detect failed"
-    );
+    detect_in_child("SURFCL_TEST_CL_IMAGE", "opencl");
 }
 
+/// A frame through [`cli_opencl_child`], with `fault` in [`CL_FAULT_ENV`].
 fn run_child(fault: Option<&str>) -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("surfcl-clfault-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("crop.pgm");
-    let img = crop(300, 200);
-    let mut bytes = format!("P5\n{} {}\n255\n", img.width, img.height).into_bytes();
-    bytes.extend_from_slice(&img.pixels);
-    std::fs::write(&path, bytes).unwrap();
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
+    run_child_test(
         "cli_opencl_child",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("SURFCL_TEST_CL_IMAGE", &path)
-    .env_remove(CL_FAULT_ENV);
-    if let Some(f) = fault {
-        cmd.env(CL_FAULT_ENV, f);
-    }
-    cmd.output().unwrap()
+        &crop(300, 200),
+        "SURFCL_TEST_CL_IMAGE",
+        (CL_FAULT_ENV, fault),
+    )
 }
 
 #[test]

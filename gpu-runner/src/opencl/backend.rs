@@ -436,24 +436,33 @@ mod tests {
         backend.detect_input_into(w, h, params, out)
     }
 
+    /// The two frame sizes of the input-area and input-frame tests.
+    const SMALL: (usize, usize) = (240, 180);
+    const LARGE: (usize, usize) = (320, 240);
+
+    /// A busy crop of the boat of the small size and a wide one of the large size.
+    fn small_and_large_frames() -> (Vec<u8>, Vec<u8>) {
+        (
+            boat_crop(300, 250, SMALL.0, SMALL.1),
+            boat_crop(100, 100, LARGE.0, LARGE.1),
+        )
+    }
+
     #[test]
     fn frames_written_into_the_input_area_detect_as_detect_into() {
         // Two sizes, the second larger (the detector is remade, and its input area with it),
         // then the first again; two pictures of the first size.
-        let small = (240, 180);
-        let large = (320, 240);
-        let busy = boat_crop(300, 250, small.0, small.1);
+        let (busy, wide) = small_and_large_frames();
         let mut plain = busy.clone();
-        for row in plain.chunks_mut(small.0) {
-            row[..small.0 / 2].fill(128);
+        for row in plain.chunks_mut(SMALL.0) {
+            row[..SMALL.0 / 2].fill(128);
         }
-        let wide = boat_crop(100, 100, large.0, large.1);
         let frames = [
-            (&busy, small),
-            (&plain, small),
-            (&wide, large),
-            (&busy, small),
-            (&plain, small),
+            (&busy, SMALL),
+            (&plain, SMALL),
+            (&wide, LARGE),
+            (&busy, SMALL),
+            (&plain, SMALL),
         ];
         for detector in [DetectorKind::Surf, DetectorKind::Harris] {
             let params = DetectParams {
@@ -610,15 +619,12 @@ mod tests {
 
     #[test]
     fn input_frames_filled_on_another_thread_detect_as_detect_into() {
-        let small = (240, 180);
-        let large = (320, 240);
-        let busy = boat_crop(300, 250, small.0, small.1);
-        let wide = boat_crop(100, 100, large.0, large.1);
+        let (busy, wide) = small_and_large_frames();
         let frames = [
-            (&busy, small),
-            (&wide, large),
-            (&busy, small),
-            (&wide, large),
+            (&busy, SMALL),
+            (&wide, LARGE),
+            (&busy, SMALL),
+            (&wide, LARGE),
         ];
         let params = DetectParams {
             max_keypoints: 1500,
@@ -627,7 +633,7 @@ mod tests {
         let mut reference = backend();
         // Boxed, as the ROS node holds it: the frames go through its forwarding.
         let mut pinned: Box<dyn Backend> = Box::new(backend());
-        let capacity = large.0 * large.1;
+        let capacity = LARGE.0 * LARGE.1;
         // Two frames, filled in turn on another thread while the other is detected.
         let mut spare = pinned
             .input_frame(capacity)
@@ -670,14 +676,14 @@ mod tests {
         // A frame of ordinary memory is detected from its bytes, with the same result.
         let mut heap = Heap(busy.clone());
         pinned
-            .detect_frame_into(&mut heap, small.0, small.1, &params, &mut out)
+            .detect_frame_into(&mut heap, SMALL.0, SMALL.1, &params, &mut out)
             .unwrap();
         let want = reference
-            .detect(&GrayImage::new(&busy, small.0, small.1).unwrap(), &params)
+            .detect(&GrayImage::new(&busy, SMALL.0, SMALL.1).unwrap(), &params)
             .unwrap();
         assert_eq!(out.keypoints, want.keypoints);
         // Frames too small for the size, or sizes outside the core's limits, are errors.
-        for (w, h) in [(large.0 + 1, large.1), (0, 10)] {
+        for (w, h) in [(LARGE.0 + 1, LARGE.1), (0, 10)] {
             assert!(
                 pinned
                     .detect_frame_into(current.as_mut(), w, h, &params, &mut out)
@@ -688,12 +694,12 @@ mod tests {
         // None of that broke the backend; the CPU backend has no frames but detects any.
         fill(&mut current, &busy);
         pinned
-            .detect_frame_into(current.as_mut(), small.0, small.1, &params, &mut out)
+            .detect_frame_into(current.as_mut(), SMALL.0, SMALL.1, &params, &mut out)
             .unwrap();
         assert_eq!(out.keypoints, want.keypoints);
         let mut cpu: Box<dyn Backend> = Box::new(crate::cpu::CpuBackend::new());
         assert!(cpu.input_frame(capacity).unwrap().is_none());
-        cpu.detect_frame_into(current.as_mut(), small.0, small.1, &params, &mut out)
+        cpu.detect_frame_into(current.as_mut(), SMALL.0, SMALL.1, &params, &mut out)
             .unwrap();
         assert!(!out.keypoints.is_empty());
     }

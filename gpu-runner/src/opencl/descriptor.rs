@@ -68,11 +68,26 @@ pub(crate) fn descriptor_kernel(
         .map_err(OpenClError::runtime("kernel descriptor"))
 }
 
-/// Enqueues surf.cl's `descriptor` kernel (made by [`descriptor_kernel`]) over `groups` groups
-/// of `local` work-items: in one launch, or, when `split` asks for it, the first records in a
-/// launch of their own whose event is returned with their count (for [`FrameIo::split_done`]),
-/// then the rest.
-pub(crate) fn enqueue_descriptor(
+impl FrameIo {
+    /// Enqueues surf.cl's `descriptor` kernel (made by [`descriptor_kernel`]) over
+    /// [`FrameIo::descriptor_groups`] groups of `local` work-items: in one launch, or, when
+    /// `split` asks for it, the first records in a launch of their own, whose count and event go
+    /// to [`FrameIo::split_done`] (`None` there otherwise), then the rest.
+    pub(crate) fn describe(
+        &mut self,
+        kernel: &Kernel,
+        local: usize,
+        split: Option<usize>,
+        events: &mut Events,
+    ) -> Result<(), OpenClError> {
+        let groups = self.descriptor_groups;
+        self.split_done = enqueue_descriptor(kernel, groups, local, split, events)?;
+        Ok(())
+    }
+}
+
+/// [`FrameIo::describe`]'s launches; returns the split part's count and event.
+fn enqueue_descriptor(
     kernel: &Kernel,
     groups: usize,
     local: usize,

@@ -4,7 +4,7 @@
 //!
 //! A detector is one file: its kernels behind `frame::DetectorKernels` and its configuration
 //! behind `frame::DetectorSetup` (see `surf.rs`, `harris.rs`). Registering it here is a variant
-//! of [`DetectorConfig`], its arms in `setup`/`setup_mut`, and its [`DetectorKind`] in
+//! of [`DetectorConfig`], its arms in `setup`/`limits_mut`, and its [`DetectorKind`] in
 //! [`DetectorConfig::for_params`] when the front ends can choose it.
 
 use surfcl_core::GrayImage;
@@ -59,28 +59,33 @@ impl DetectorConfig {
         }
     }
 
-    /// [`Self::setup`], mutably.
-    fn setup_mut(&mut self) -> &mut dyn DetectorSetup {
+    /// The fields every detector's configuration has: the largest frame's width and height, and
+    /// the work-items per group (`None`: the detector's defaults).
+    fn limits_mut(&mut self) -> (&mut usize, &mut usize, &mut Option<usize>) {
         match self {
-            Self::Surf(c) => c,
-            Self::Harris(c) => c,
+            Self::Surf(c) => (&mut c.max_width, &mut c.max_height, &mut c.local_size),
+            Self::Harris(c) => (&mut c.max_width, &mut c.max_height, &mut c.local_size),
         }
     }
 
     /// The largest frame (width, height).
     pub fn max_size(&self) -> (usize, usize) {
-        self.setup().max_size()
+        // The limits are reached mutably only: read them from a copy.
+        let mut config = *self;
+        let (max_width, max_height, _) = config.limits_mut();
+        (*max_width, *max_height)
     }
 
     /// The same detector for frames up to `max_width x max_height`.
     pub fn with_max_size(mut self, max_width: usize, max_height: usize) -> Self {
-        self.setup_mut().set_max_size(max_width, max_height);
+        let (w, h, _) = self.limits_mut();
+        (*w, *h) = (max_width, max_height);
         self
     }
 
     /// The same detector with `local_size` work-items per group (results do not depend on it).
     pub fn with_local_size(mut self, local_size: Option<usize>) -> Self {
-        self.setup_mut().set_local_size(local_size);
+        *self.limits_mut().2 = local_size;
         self
     }
 

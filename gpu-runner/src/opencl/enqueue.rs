@@ -152,6 +152,21 @@ impl<T: OclPrm> Staging<T> {
         }
     }
 
+    /// Before a transfer of `range` to or from a buffer of `device_len` elements: checks the
+    /// range, waits for the transfers in flight that touch it, and fails here when the fault
+    /// plan (tests) says `point` fails, with `what` in the error.
+    fn prepare(
+        &mut self,
+        range: &Range<usize>,
+        device_len: usize,
+        point: FaultPoint,
+        what: &'static str,
+    ) -> Result<(), OpenClError> {
+        self.check(range, device_len)?;
+        self.wait_overlapping(range)?;
+        inject::runtime(point, what)
+    }
+
     fn check(&self, range: &Range<usize>, device_len: usize) -> Result<(), OpenClError> {
         if range.start > range.end || range.end > self.map.len() || range.end > device_len {
             return Err(OpenClError::Unsupported(format!(
@@ -174,9 +189,7 @@ impl Staging<u8> {
         blocking: bool,
         event: &mut Event,
     ) -> Result<(), OpenClError> {
-        self.check(&range, dst.len())?;
-        self.wait_overlapping(&range)?;
-        inject::runtime(FaultPoint::Upload, "upload frame")?;
+        self.prepare(&range, dst.len(), FaultPoint::Upload, "upload frame")?;
         let start = range.start;
         // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
         // for this command (recorded below) before any host access and before it is dropped,
@@ -208,9 +221,7 @@ impl Staging<u32> {
         wait: &[Event],
         event: &mut Event,
     ) -> Result<(), OpenClError> {
-        self.check(&range, src.len())?;
-        self.wait_overlapping(&range)?;
-        inject::runtime(FaultPoint::Readback, "read back results")?;
+        self.prepare(&range, src.len(), FaultPoint::Readback, "read back results")?;
         let start = range.start;
         // SAFETY: the range is checked above; the host memory is owned by `self`, which waits
         // for this command (recorded below) before any host access and before it is dropped,

@@ -71,6 +71,9 @@ pub(crate) struct FrameIo {
     pub last_size: (usize, usize),
     /// Candidates the detector's candidate buffer holds now (set by the detector).
     pub candidate_capacity: usize,
+    /// Work-groups the descriptor kernel runs in ([`FrameIo::describe`]; set by the detector
+    /// for its device).
+    pub descriptor_groups: usize,
     /// Device memory of all the detector's buffers, bytes (set by the detector).
     pub device_bytes: u64,
     /// Candidates of the last frame read back (sizes launches of the next one; never results).
@@ -100,6 +103,13 @@ pub(crate) struct Launch<'a> {
 }
 
 impl FrameIo {
+    /// The candidates `header` reports when they did not fit the candidate buffer (the kernels
+    /// found more than its capacity, or flagged an overflow); `None` when they fit.
+    pub(crate) fn candidates_overflow(&self, header: Header<'_>) -> Option<usize> {
+        let found = header.candidates();
+        (header.overflowed() || found > self.candidate_capacity).then_some(found)
+    }
+
     /// Checks the sizes and capacity the kernels rely on and allocates the shared buffers.
     pub(crate) fn new(
         gpu: Gpu,
@@ -136,6 +146,7 @@ impl FrameIo {
             readbacks: 0,
             last_size: (0, 0),
             candidate_capacity: 0,
+            descriptor_groups: 1,
             device_bytes: 0,
             last_candidates: None,
             transfer_queue,
@@ -441,15 +452,10 @@ pub(crate) trait DetectorKernels: std::fmt::Debug + Send {
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError>;
 }
 
-/// What every detector's configuration offers the registry (`detector.rs`): its frame size and
-/// work-group size, and the kernels it opens.
+/// What every detector's configuration offers the registry (`detector.rs`): the kernels it
+/// opens. (The frame and work-group sizes are fields of every configuration, which the
+/// registry reads directly.)
 pub(crate) trait DetectorSetup {
-    /// The largest frame (width, height).
-    fn max_size(&self) -> (usize, usize);
-    /// Makes the configuration one for frames up to `max_width x max_height`.
-    fn set_max_size(&mut self, max_width: usize, max_height: usize);
-    /// Sets the work-items per group (`None`: the detector's defaults).
-    fn set_local_size(&mut self, local_size: Option<usize>);
     /// Opens the detector's kernels on `gpu`.
     fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError>;
 }

@@ -32,7 +32,7 @@ use ocl::{Buffer, Event, Kernel};
 use surfcl_core::GrayImage;
 use surfcl_core::harris::{HarrisConfig, HarrisThreshold, NORM};
 
-use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel, enqueue_descriptor};
+use super::descriptor::{DESCRIPTOR_WORK_ITEMS, descriptor_kernel};
 use super::device::select;
 use super::device_info::DeviceInfo;
 use super::enqueue::launch_after;
@@ -93,6 +93,12 @@ impl HarrisPipelineConfig {
             describe: true,
             local_size: None,
         }
+    }
+}
+
+impl DetectorSetup for HarrisPipelineConfig {
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(HarrisPipeline::new(gpu, *self)?))
     }
 }
 
@@ -165,7 +171,6 @@ pub struct HarrisPipeline {
     config: HarrisPipelineConfig,
     tile_items: usize,
     nms_local: usize,
-    groups: usize,
     response: Buffer<f32>,
     k_gradients: Kernel,
     k_response: Kernel,
@@ -280,7 +285,7 @@ impl HarrisPipeline {
         } else {
             None
         };
-        let groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
+        io.descriptor_groups = (info.compute_units.max(1) as usize * 8).clamp(1, n.max(1));
         let integral_len = describe.as_ref().map_or(1, |d| d.integral.len());
         let band_sum_bytes = describe.as_ref().map_or(0, |d| d.kernels.device_bytes());
         io.device_bytes = [
@@ -301,7 +306,6 @@ impl HarrisPipeline {
             config,
             tile_items,
             nms_local,
-            groups,
             response,
             k_gradients,
             k_response,
@@ -419,21 +423,15 @@ impl DetectorKernels for HarrisPipeline {
         let expected = self.io.last_candidates;
         self.select.enqueue(bound, expected, events)?;
         if let Some(d) = &self.describe {
-            self.io.split_done = enqueue_descriptor(
-                &d.descriptor,
-                self.groups,
-                d.descriptor_local,
-                frame.split,
-                events,
-            )?;
+            self.io
+                .describe(&d.descriptor, d.descriptor_local, frame.split, events)?;
         }
         Ok(())
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
-        let found = header.candidates();
         // The candidate buffer holds the proven bound (module docs): an overflow is a bug.
-        if header.overflowed() || found > self.io.candidate_capacity {
+        if let Some(found) = self.io.candidates_overflow(header) {
             return Err(OpenClError::CandidateOverflow {
                 found,
                 capacity: self.io.candidate_capacity,
@@ -452,23 +450,5 @@ impl DetectorKernels for HarrisPipeline {
 
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
-    }
-}
-
-impl DetectorSetup for HarrisPipelineConfig {
-    fn max_size(&self) -> (usize, usize) {
-        (self.max_width, self.max_height)
-    }
-
-    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
-        (self.max_width, self.max_height) = (max_width, max_height);
-    }
-
-    fn set_local_size(&mut self, local_size: Option<usize>) {
-        self.local_size = local_size;
-    }
-
-    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
-        Ok(Box::new(HarrisPipeline::new(gpu, *self)?))
     }
 }

@@ -82,6 +82,13 @@ pub trait StreamInput {
     fn frame(&self) -> Result<GrayImage<'_>, OpenClError>;
 }
 
+impl StreamInput for crate::gray::OwnedGray {
+    fn frame(&self) -> Result<GrayImage<'_>, OpenClError> {
+        self.view()
+            .map_err(|e| OpenClError::BadFrame(e.to_string()))
+    }
+}
+
 impl StreamInput for GrayImage<'_> {
     fn frame(&self) -> Result<GrayImage<'_>, OpenClError> {
         Ok(*self)

@@ -35,9 +35,7 @@ use ocl::{Buffer, Event, Kernel, Program};
 use surfcl_core::GrayImage;
 use surfcl_core::surf::{PackedCodeTable, Precision, SurfConfig, filter_size, response_norm};
 
-use super::descriptor::{
-    DESCRIPTOR_WORK_ITEMS, ORIENTATION_TABLE_BYTES, descriptor_kernel, enqueue_descriptor,
-};
+use super::descriptor::{DESCRIPTOR_WORK_ITEMS, ORIENTATION_TABLE_BYTES, descriptor_kernel};
 use super::device::select;
 use super::enqueue::launch_after;
 use super::error::OpenClError;
@@ -70,6 +68,12 @@ pub struct SurfPipelineConfig {
     /// Work-group size to use (clamped to what the device and each kernel allow); `None`: 64.
     /// Results do not depend on it (the tests check that).
     pub local_size: Option<usize>,
+}
+
+impl DetectorSetup for SurfPipelineConfig {
+    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
+        Ok(Box::new(SurfPipeline::new(gpu, *self)?))
+    }
 }
 
 /// Sampling grid of each octave for a frame size.
@@ -178,7 +182,6 @@ pub struct SurfPipeline {
     cand: Buffer<u32>,
     keys: Buffer<u64>,
     select: StrongestN,
-    groups: usize,
     local: LocalSizes,
     integral: Buffer<u32>,
     responses: Option<Buffer<f32>>,
@@ -249,7 +252,7 @@ impl SurfPipeline {
         // Groups of the per-keypoint kernels loop over keypoints: up to one group per keypoint
         // (groups past the frame's count leave at once), at most 32 per compute unit.
         let cus = gpu.selected.info.compute_units.max(1) as usize;
-        let groups = (cus * 32).clamp(1, n.max(1));
+        io.descriptor_groups = (cus * 32).clamp(1, n.max(1));
         let memory = device_memory(
             &io,
             &integral,
@@ -266,7 +269,6 @@ impl SurfPipeline {
             cand,
             keys,
             select,
-            groups,
             local,
             integral,
             responses,
@@ -447,19 +449,13 @@ impl DetectorKernels for SurfPipeline {
         let cand_bound = grids.max_candidates().min(self.io.candidate_capacity);
         let expected = self.io.last_candidates;
         self.select.enqueue(cand_bound, expected, events)?;
-        self.io.split_done = enqueue_descriptor(
-            &self.k_descriptor,
-            self.groups,
-            l.descriptor,
-            frame.split,
-            events,
-        )?;
+        self.io
+            .describe(&self.k_descriptor, l.descriptor, frame.split, events)?;
         Ok(())
     }
 
     fn accept(&mut self, header: Header<'_>) -> Result<bool, OpenClError> {
-        let found = header.candidates();
-        if header.overflowed() || found > self.io.candidate_capacity {
+        if let Some(found) = self.io.candidates_overflow(header) {
             self.grow_candidates(found)?;
             return Ok(false);
         }
@@ -468,24 +464,6 @@ impl DetectorKernels for SurfPipeline {
 
     fn io_mut(&mut self) -> &mut FrameIo {
         &mut self.io
-    }
-}
-
-impl DetectorSetup for SurfPipelineConfig {
-    fn max_size(&self) -> (usize, usize) {
-        (self.max_width, self.max_height)
-    }
-
-    fn set_max_size(&mut self, max_width: usize, max_height: usize) {
-        (self.max_width, self.max_height) = (max_width, max_height);
-    }
-
-    fn set_local_size(&mut self, local_size: Option<usize>) {
-        self.local_size = local_size;
-    }
-
-    fn open(&self, gpu: Gpu) -> Result<Box<dyn DetectorKernels>, OpenClError> {
-        Ok(Box::new(SurfPipeline::new(gpu, *self)?))
     }
 }
 

@@ -6,25 +6,7 @@
 
 use std::path::Path;
 
-use surfcl_core::{GrayImage, ImageError};
-
-/// An owned 8-bit grayscale image, row-major and tightly packed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedGray {
-    /// Width in pixels.
-    pub width: usize,
-    /// Height in pixels.
-    pub height: usize,
-    /// `width * height` luminance values.
-    pub pixels: Vec<u8>,
-}
-
-impl OwnedGray {
-    /// Borrows the image as the core's checked [`GrayImage`].
-    pub fn view(&self) -> Result<GrayImage<'_>, ImageError> {
-        GrayImage::new(&self.pixels, self.width, self.height)
-    }
-}
+pub use surfcl_gpu::OwnedGray;
 
 /// Loads an image file as 8-bit luminance.
 pub fn load_gray(path: &Path) -> Result<OwnedGray, image::ImageError> {
