@@ -19,6 +19,8 @@ pub mod msg {
         pub width: u32,
         /// Pixel encoding.
         pub encoding: String,
+        /// Non-zero when 16-bit samples are big-endian.
+        pub is_bigendian: u8,
         /// Bytes per row, including any padding.
         pub step: u32,
         /// `step * height` bytes.

@@ -37,6 +37,8 @@ pub fn ros_image(data: &[u8]) {
         height,
         width,
         encoding,
+        // The selector's top bit: saved inputs keep the meaning of every other byte.
+        is_bigendian: sel >> 7,
         step,
         data: body,
         ..Image::default()
