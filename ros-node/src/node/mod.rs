@@ -50,6 +50,7 @@ use ros2_client::ros2::LogLevel;
 use ros2_client::{Node, NodeName, Subscription};
 
 pub use crate::compressed::ImageTransport;
+use crate::logging::RosoutForwarding;
 use crate::params::NodeParams;
 use crate::pixels::Received;
 use crate::processor::ProcessorFactory;
@@ -73,6 +74,8 @@ pub struct RunningNode {
     worker: Option<JoinHandle<()>>,
     receiver: Option<JoinHandle<()>>,
     tasks: Vec<smol::Task<()>>,
+    /// The library records forwarded to the node's `/rosout` (ends before the node closes).
+    rosout_log: Option<RosoutForwarding>,
     node: Option<Node>,
     fqn: String,
 }
@@ -119,6 +122,7 @@ impl RunningNode {
             let _ = smol::block_on(task.cancel());
         }
         std::thread::sleep(DISPOSE_GRACE);
+        self.rosout_log.take();
         self.node.take();
     }
 }
@@ -218,6 +222,7 @@ pub fn start(
     })];
     let entities = entities::create(&context, &mut node, &node_name, &config)?;
     let log = Logger::new(&node, &config);
+    let rosout_log = RosoutForwarding::start(node.logging_handle(), &config.node_name)?;
     log_start(&log, &config, &fqn, &entities.names, forced.as_ref());
     log.log(
         LogLevel::Info,
@@ -246,6 +251,7 @@ pub fn start(
         worker: Some(worker),
         receiver: Some(receiver),
         tasks,
+        rosout_log: Some(rosout_log),
         node: Some(node),
         fqn,
     })
