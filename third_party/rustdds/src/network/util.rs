@@ -313,7 +313,8 @@ mod tests {
 
   use super::{
     build_ifindex_map_inner, get_local_multicast_ip_addrs_inner, get_local_unicast_locators_inner,
-    localhost_spdp_peer_locators, path_mtu_payload_for_peer, IfAddr, InterfaceSelector,
+    localhost_spdp_peer_locators, path_mtu_payload_for_peer, static_spdp_peer_locators, IfAddr,
+    InterfaceSelector,
   };
   use crate::{
     network::constant::spdp_well_known_unicast_port,
@@ -559,13 +560,13 @@ mod tests {
 
   #[test]
   fn static_spdp_peers_cover_each_peer_and_participant_id() {
-    let peers = [IpAddr::V4(v4(10, 0, 0, 2)), IpAddr::V4(v4(10, 0, 0, 3))];
+    let peers = [v4(10, 0, 0, 2), v4(10, 0, 0, 3)];
     let locators = static_spdp_peer_locators(5, &peers, 2);
     let expected: Vec<Locator> = [(2, 0), (2, 1), (3, 0), (3, 1)]
       .iter()
       .map(|(host, pid)| {
         Locator::from(SocketAddr::new(
-          IpAddr::V4(v4(10, 0, 0, *host)),
+          v4(10, 0, 0, *host),
           spdp_well_known_unicast_port(5, *pid),
         ))
       })
