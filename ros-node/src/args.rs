@@ -476,6 +476,27 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
+    /// The configuration `argv` runs with (no ROS environment); panics unless it parses.
+    fn run(argv: &str) -> NodeConfig {
+        match parse(&args(argv), &RosEnv::default()) {
+            Parsed::Run(c) => *c,
+            Parsed::Exit { message, .. } => panic!("{argv} did not parse: {message}"),
+        }
+    }
+
+    /// Asserts that each command line is refused as a usage error (exit status 2).
+    fn assert_usage_errors(argvs: &[&str]) {
+        for bad in argvs {
+            assert!(
+                matches!(
+                    parse(&args(bad), &RosEnv::default()),
+                    Parsed::Exit { code: 2, .. }
+                ),
+                "{bad}"
+            );
+        }
+    }
+
     #[test]
     fn ros_args_section() {
         let Parsed::Run(c) = parse(
@@ -531,9 +552,7 @@ mod tests {
             "n --ros-args --params-file {} -p max_keypoints:=7 --",
             path.display()
         );
-        let Parsed::Run(c) = parse(&args(&argv), &RosEnv::default()) else {
-            panic!("did not parse")
-        };
+        let c = run(&argv);
         let _ = std::fs::remove_dir_all(&dir);
         // The command line wins over the file.
         assert_eq!(c.params.max_keypoints, 7);
@@ -560,9 +579,7 @@ mod tests {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/ament/surfcl_node");
         let config = format!("{root}/config/surfcl.yaml");
         let argv = format!("n --ros-args --params-file {config} --");
-        let Parsed::Run(c) = parse(&args(&argv), &RosEnv::default()) else {
-            panic!("{config} is not accepted")
-        };
+        let c = run(&argv);
         assert_eq!(
             c.params,
             NodeParams::default(),
@@ -592,35 +609,20 @@ mod tests {
                 ImageTransport::Raw,
             ),
         ] {
-            let Parsed::Run(c) = parse(&args(argv), &RosEnv::default()) else {
-                panic!("{argv} did not parse")
-            };
+            let c = run(argv);
             assert_eq!(c.image_transport, transport, "{argv}");
         }
-        for bad in [
+        assert_usage_errors(&[
             "n --image-transport theora",
             "n --ros-args -p image_transport:=jpeg --",
-        ] {
-            assert!(
-                matches!(
-                    parse(&args(bad), &RosEnv::default()),
-                    Parsed::Exit { code: 2, .. }
-                ),
-                "{bad}"
-            );
-        }
+        ]);
     }
 
     #[test]
     fn start_up_qos_settings() {
-        let Parsed::Run(c) = parse(
-            &args(
-                "n --socket-receive-buffer 1000 --ros-args -p image_reliability:=reliable                  -p image_qos_depth:=4 --",
-            ),
-            &RosEnv::default(),
-        ) else {
-            panic!("did not parse")
-        };
+        let c = run(
+            "n --socket-receive-buffer 1000 --ros-args -p image_reliability:=reliable                  -p image_qos_depth:=4 --",
+        );
         assert_eq!(c.image_reliability, TopicReliability::Reliable);
         assert_eq!(
             c.output_reliability,
@@ -628,20 +630,10 @@ mod tests {
             "the default"
         );
         assert_eq!((c.image_qos_depth, c.socket_receive_buffer), (4, 1000));
-        let Parsed::Run(c) = parse(
-            &args("n --image-reliability reliable --output-reliability best_effort"),
-            &RosEnv::default(),
-        ) else {
-            panic!("did not parse")
-        };
+        let c = run("n --image-reliability reliable --output-reliability best_effort");
         assert_eq!(c.image_reliability, TopicReliability::Reliable);
         assert_eq!(c.output_reliability, TopicReliability::BestEffort);
-        let Parsed::Run(c) = parse(
-            &args("n --ros-args -p output_reliability:=best_effort --"),
-            &RosEnv::default(),
-        ) else {
-            panic!("did not parse")
-        };
+        let c = run("n --ros-args -p output_reliability:=best_effort --");
         assert_eq!(c.output_reliability, TopicReliability::BestEffort);
         assert_eq!(c.image_reliability, TopicReliability::BestEffort);
         assert_eq!(c.output_buffers_bytes, BufferPool::DEFAULT_MAX_BYTES);
@@ -653,12 +645,10 @@ mod tests {
                 512,
             ),
         ] {
-            let Parsed::Run(c) = parse(&args(argv), &RosEnv::default()) else {
-                panic!("{argv} did not parse")
-            };
+            let c = run(argv);
             assert_eq!(c.output_buffers_bytes, mb << 20, "{argv}");
         }
-        for bad in [
+        assert_usage_errors(&[
             "n --image-reliability sometimes",
             "n --output-reliability sometimes",
             "n --ros-args -p output_reliability:=x --",
@@ -667,15 +657,7 @@ mod tests {
             "n --output-buffers-mb -1",
             "n --output-buffers-mb 70000",
             "n --ros-args -p output_buffers_mb:=lots --",
-        ] {
-            assert!(
-                matches!(
-                    parse(&args(bad), &RosEnv::default()),
-                    Parsed::Exit { code: 2, .. }
-                ),
-                "{bad}"
-            );
-        }
+        ]);
     }
 
     #[test]
@@ -789,19 +771,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("p.yaml");
         std::fs::write(&path, yaml).unwrap();
-        let run = |argv: String| match parse(&args(&argv), &RosEnv::default()) {
-            Parsed::Run(c) => c,
-            Parsed::Exit { message, .. } => panic!("{argv}: {message}"),
-        };
         let file = path.display();
-        let c = run(format!(
+        let c = run(&format!(
             "n --ros-args -r __ns:=/robot -r __node:=feat --params-file {file} --"
         ));
         assert!(c.use_sim_time);
         assert_eq!((c.params.max_keypoints, c.params.octaves), (100, 2));
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         assert!(c.warnings[0].contains("exposure"), "{:?}", c.warnings);
-        let c = run(format!(
+        let c = run(&format!(
             "n --ros-args --params-file {file} -p use_sim_time:=false --"
         ));
         assert!(!c.use_sim_time, "the command line wins");
@@ -811,7 +789,7 @@ mod tests {
             "not this node's section"
         );
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-        let c = run("n --ros-args -p frobnicate:=1 --".into());
+        let c = run("n --ros-args -p frobnicate:=1 --");
         assert!(c.warnings[0].contains("frobnicate"));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(matches!(
@@ -826,12 +804,7 @@ mod tests {
     #[test]
     fn log_level_arguments() {
         use ros2_client::ros2::LogLevel;
-        let Parsed::Run(c) = parse(
-            &args("n --ros-args --log-level warn --log-level rustdds:=error --"),
-            &RosEnv::default(),
-        ) else {
-            panic!("did not parse")
-        };
+        let c = run("n --ros-args --log-level warn --log-level rustdds:=error --");
         assert_eq!(c.log_levels.default, LogLevel::Warn);
         assert_eq!(c.log_levels.level_of("rustdds::x"), LogLevel::Error);
         assert!(matches!(

@@ -4,6 +4,7 @@
 //! override them. [`Discovery::networks`] maps the range onto what the DDS participant is told.
 
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 
 /// `ROS_AUTOMATIC_DISCOVERY_RANGE`: which peers are found without being named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,6 +179,45 @@ pub fn parse_static_peers(value: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// `ROS_STATIC_PEERS` as addresses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StaticPeers {
+    /// The peers' addresses: IP literals as given, host names as resolved (their first IPv4
+    /// address).
+    pub addresses: Vec<IpAddr>,
+    /// Peers that name no address (a host name that does not resolve).
+    pub unresolved: Vec<String>,
+}
+
+/// Resolves `peers` (IP addresses or host names; names through the system's resolver).
+pub fn resolve_static_peers(peers: &[String]) -> StaticPeers {
+    let mut resolved = StaticPeers::default();
+    for peer in peers {
+        let address = peer.parse::<IpAddr>().ok().or_else(|| {
+            (peer.as_str(), 0)
+                .to_socket_addrs()
+                .ok()?
+                .map(|a| a.ip())
+                .find(IpAddr::is_ipv4)
+        });
+        match address {
+            Some(a) => resolved.addresses.push(a),
+            None => resolved.unresolved.push(peer.clone()),
+        }
+    }
+    resolved
+}
+
+/// The local address the system would send from to reach `peer` (a routing lookup: no packet
+/// is sent). With discovery on loopback, the node also announces itself on this address, so
+/// that a static peer elsewhere can answer.
+pub fn local_address_towards(peer: IpAddr) -> Option<IpAddr> {
+    let socket = UdpSocket::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))).ok()?;
+    socket.connect(SocketAddr::new(peer, 7400)).ok()?;
+    let local = socket.local_addr().ok()?.ip();
+    (!local.is_unspecified()).then_some(local)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +287,24 @@ mod tests {
         assert!(parse_static_peers(&"a".repeat(MAX_STATIC_PEER_LEN + 1)).is_err());
         assert!(parse_static_peers("a b").is_err());
         assert_eq!(parse_static_peers("").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn static_peers_resolve_to_addresses() {
+        let peers = ["10.0.0.2", "localhost", "no-such-host.invalid"].map(String::from);
+        let resolved = resolve_static_peers(&peers);
+        assert_eq!(
+            resolved.addresses,
+            [
+                IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            ]
+        );
+        assert_eq!(resolved.unresolved, ["no-such-host.invalid"]);
+        assert_eq!(
+            local_address_towards(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            Some(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        );
     }
 
     #[test]

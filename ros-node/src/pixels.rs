@@ -156,7 +156,7 @@ impl<'de> Visitor<'de> for ImageVisitor {
         let is_bigendian: u8 = field(&mut seq, 4)?;
         let step: u32 = field(&mut seq, 5)?;
         let pixels = seq
-            .next_element_seed(PixelSeed {
+            .next_element_seed(BytesSeed(PixelSeed {
                 buffers: self.buffers,
                 target: self.frames.map(|frames| FrameTarget {
                     frames,
@@ -166,7 +166,7 @@ impl<'de> Visitor<'de> for ImageVisitor {
                     step,
                     big_endian: is_bigendian != 0,
                 }),
-            })?
+            }))?
             .ok_or_else(|| de::Error::invalid_length(6, &"a sensor_msgs/Image of 7 fields"))?;
         let (data, gray) = match pixels {
             Pixels::Heap(data) => (data, None),
@@ -205,10 +205,10 @@ impl<'de> Visitor<'de> for CompressedVisitor {
         let header: Header = seq.next_element()?.ok_or_else(|| missing(0))?;
         let format: String = seq.next_element()?.ok_or_else(|| missing(1))?;
         let decoded = seq
-            .next_element_seed(CompressedData {
+            .next_element_seed(BytesSeed(CompressedData {
                 format: &format,
                 buffers: &self.buffers,
-            })?
+            }))?
             .ok_or_else(|| missing(2))?;
         Ok(match decoded {
             Ok((width, height, data)) => Received {
@@ -261,27 +261,58 @@ impl CompressedData<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for CompressedData<'_> {
+impl ReadBytes for CompressedData<'_> {
     type Value = Decoded;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Decoded, D::Error> {
+    const EXPECTING: &'static str = "the bytes of a compressed image";
+    fn read_slice(self, v: &[u8]) -> Decoded {
+        self.decode(v)
+    }
+}
+
+/// What a `bytes` field is read into: the one part in which the seeds of the `data` fields
+/// differ ([`BytesSeed`] does the rest).
+trait ReadBytes {
+    type Value;
+    /// What the field holds, for deserialisation errors.
+    const EXPECTING: &'static str;
+    fn read_slice(self, v: &[u8]) -> Self::Value;
+    /// An owned buffer (handed over by the deserializer, or collected from a sequence).
+    fn read_vec(self, v: Vec<u8>) -> Self::Value
+    where
+        Self: Sized,
+    {
+        self.read_slice(&v)
+    }
+}
+
+/// Deserializes a `bytes` field (as bytes when the format has them, else as a sequence of
+/// `u8`) into what `F` makes of it.
+struct BytesSeed<F>(F);
+
+impl<'de, F: ReadBytes> DeserializeSeed<'de> for BytesSeed<F> {
+    type Value = F::Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<F::Value, D::Error> {
         deserializer.deserialize_bytes(self)
     }
 }
 
-impl<'de> Visitor<'de> for CompressedData<'_> {
-    type Value = Decoded;
+impl<'de, F: ReadBytes> Visitor<'de> for BytesSeed<F> {
+    type Value = F::Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the bytes of a compressed image")
+        f.write_str(F::EXPECTING)
     }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Decoded, E> {
-        Ok(self.decode(v))
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<F::Value, E> {
+        Ok(self.0.read_slice(v))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
-        let mut bytes = Vec::new();
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<F::Value, E> {
+        Ok(self.0.read_vec(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<F::Value, A::Error> {
+        let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(b) = seq.next_element::<u8>()? {
             bytes.push(b);
         }
-        Ok(self.decode(&bytes))
+        Ok(self.0.read_vec(bytes))
     }
 }
 
@@ -346,37 +377,20 @@ struct PixelSeed<'a> {
     target: Option<FrameTarget<'a>>,
 }
 
-impl<'de> DeserializeSeed<'de> for PixelSeed<'_> {
+impl ReadBytes for PixelSeed<'_> {
     type Value = Pixels;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Pixels, D::Error> {
-        deserializer.deserialize_bytes(self)
-    }
-}
-
-impl<'de> Visitor<'de> for PixelSeed<'_> {
-    type Value = Pixels;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the pixel bytes of an image")
-    }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Pixels, E> {
+    const EXPECTING: &'static str = "the pixel bytes of an image";
+    fn read_slice(self, v: &[u8]) -> Pixels {
         if let Some(gray) = self.target.as_ref().and_then(|t| t.convert(v)) {
-            return Ok(Pixels::Gray(gray));
+            return Pixels::Gray(gray);
         }
         let mut buf = self.buffers.take();
         buf.clear();
         buf.extend_from_slice(v);
-        Ok(Pixels::Heap(buf))
+        Pixels::Heap(buf)
     }
-    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Pixels, E> {
-        Ok(Pixels::Heap(v))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Pixels, A::Error> {
-        let mut buf = self.buffers.take();
-        buf.clear();
-        while let Some(b) = seq.next_element::<u8>()? {
-            buf.push(b);
-        }
-        Ok(Pixels::Heap(buf))
+    fn read_vec(self, v: Vec<u8>) -> Pixels {
+        Pixels::Heap(v)
     }
 }
 

@@ -68,26 +68,42 @@ fn cyclone_peer_publishes_images_receives_outputs_and_sets_parameters() {
         wait "$node_pid"
         exit $rc
     "#;
-    let (status, stdout, stderr) = run_in_namespace(
+    let stdout = run_ok(
         script,
-        &[(
-            "IMAGE",
-            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
-        )],
+        &[("IMAGE", boat().as_os_str())],
         Duration::from_secs(150),
     );
-    eprintln!(
-        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
-        tail(&stderr, 3000)
-    );
-    let status = status.expect("interop test timed out after 150 s");
-    assert!(status.success(), "peer failed with {status}: {stdout}");
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains("\"ok\": true"), "{last}");
+    let last = ok_report(&stdout);
     assert!(
         last.contains("\"keypoints_rgb8_identical\": true"),
         "{last}"
     );
+}
+
+/// The boat photo the peer publishes.
+fn boat() -> PathBuf {
+    manifest().join("../data/oxford-boat/img1.pgm")
+}
+
+/// [`run_in_namespace`] with its output printed; panics unless the script exits with status 0
+/// within `limit`. Returns its stdout.
+fn run_ok(script: &str, envs: &[(&str, &std::ffi::OsStr)], limit: Duration) -> String {
+    let (status, stdout, stderr) = run_in_namespace(script, envs, limit);
+    eprintln!(
+        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
+        tail(&stderr, 4000)
+    );
+    let status =
+        status.unwrap_or_else(|| panic!("interop test timed out after {} s", limit.as_secs()));
+    assert!(status.success(), "peer failed with {status}: {stdout}");
+    stdout
+}
+
+/// The peer's report (its last line of output), checked to say `"ok": true`.
+fn ok_report(stdout: &str) -> &str {
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("\"ok\": true"), "{last}");
+    last
 }
 
 /// Runs `script` with `sh -c` in a private network and PID namespace (our one child process, so
@@ -146,22 +162,12 @@ fn cyclone_peer_large_frames_12mb_mono8_and_24mb_rgb8() {
         wait "$node_pid"
         exit $rc
     "#;
-    let (status, stdout, stderr) = run_in_namespace(
+    let stdout = run_ok(
         script,
-        &[(
-            "IMAGE",
-            manifest().join("../data/oxford-boat/img1.pgm").as_os_str(),
-        )],
+        &[("IMAGE", boat().as_os_str())],
         Duration::from_secs(200),
     );
-    eprintln!(
-        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
-        tail(&stderr, 4000)
-    );
-    let status = status.expect("large-frame interop test timed out after 200 s");
-    assert!(status.success(), "peer failed with {status}: {stdout}");
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains("\"ok\": true"), "{last}");
+    let last = ok_report(&stdout);
     assert!(last.contains("\"frame\": \"4000x3000 mono8\""), "{last}");
     assert!(last.contains("\"frame\": \"3840x2160 rgb8\""), "{last}");
 }
@@ -198,18 +204,12 @@ fn cyclone_peer_sees_the_node_leave_within_2_s_of_sigterm() {
         echo "node_exit=$node_rc"
         exit $peer_rc
     "#;
-    let (status, stdout, stderr) = run_in_namespace(
+    let stdout = run_ok(
         script,
         &[("DIR", dir.as_os_str())],
         Duration::from_secs(120),
     );
     let _ = std::fs::remove_dir_all(&dir);
-    eprintln!(
-        "peer stdout:\n{stdout}\nnode/peer stderr (tail):\n{}",
-        tail(&stderr, 3000)
-    );
-    let status = status.expect("shutdown interop test timed out after 120 s");
-    assert!(status.success(), "peer failed with {status}: {stdout}");
     assert!(
         stdout.lines().any(|l| l.trim() == "node_exit=0"),
         "the node did not exit with status 0: {stdout}"

@@ -212,25 +212,38 @@ fn camera_encodings() -> impl Iterator<Item = &'static str> {
         .filter(|e| !matches!(*e, "mono8" | "8UC1" | "rgb8" | "bgr8" | "rgba8" | "bgra8"))
 }
 
-/// Sends `g` as `encoding` with `padding` bytes after each row (stamped `stamp`) through the
-/// node and detects its luminance with `direct`: the node's keypoints, the direct detection and
-/// the case's name.
-fn node_and_direct(
-    client: &Client,
-    direct: &mut dyn Processor,
-    params: &NodeParams,
-    g: &Gray,
-    encoding: &str,
-    padding: usize,
-    stamp: i32,
-) -> (KeypointArray, Detection, String) {
-    let what = format!("{encoding}, {padding} bytes of padding");
-    let (image, luma) = frame(g, encoding, padding, header(stamp, "cam"));
-    let (kp, _) = client.process(&image, LIMIT);
-    let want = direct
-        .detect(&GrayImage::new(&luma, g.width, g.height).unwrap(), params)
-        .unwrap();
-    (kp, want, what)
+/// A node's client and a processor of the node's backend, to compare the node's keypoints of
+/// a frame with the direct detection of its luminance.
+struct NodeAndDirect<'a> {
+    client: &'a Client,
+    direct: &'a mut dyn Processor,
+    params: &'a NodeParams,
+    gray: &'a Gray,
+}
+
+impl NodeAndDirect<'_> {
+    /// Sends the gray picture as `encoding` with `padding` bytes after each row (stamped
+    /// `stamp`) through the node and detects its luminance directly: the node's keypoints, the
+    /// direct detection and the case's name.
+    fn send(
+        &mut self,
+        encoding: &str,
+        padding: usize,
+        stamp: i32,
+    ) -> (KeypointArray, Detection, String) {
+        let what = format!("{encoding}, {padding} bytes of padding");
+        let g = self.gray;
+        let (image, luma) = frame(g, encoding, padding, header(stamp, "cam"));
+        let (kp, _) = self.client.process(&image, LIMIT);
+        let want = self
+            .direct
+            .detect(
+                &GrayImage::new(&luma, g.width, g.height).unwrap(),
+                self.params,
+            )
+            .unwrap();
+        (kp, want, what)
+    }
 }
 
 #[test]
@@ -243,19 +256,17 @@ fn every_camera_encoding_gives_the_detection_of_its_luminance() {
     assert_eq!(g.width % 2, 1, "the boat at half size has an odd width");
     let params = test_params();
     let mut direct = factory().open(&params).unwrap();
+    let mut both = NodeAndDirect {
+        client: &client,
+        direct: direct.as_mut(),
+        params: &params,
+        gray: &g,
+    };
     let mut stamp = 0;
     for encoding in camera_encodings() {
         for padding in [0, 5] {
             stamp += 1;
-            let (kp, want, what) = node_and_direct(
-                &client,
-                direct.as_mut(),
-                &params,
-                &g,
-                encoding,
-                padding,
-                stamp,
-            );
+            let (kp, want, what) = both.send(encoding, padding, stamp);
             assert!(want.keypoints.len() > 50, "{what}");
             assert_keypoints_equal(&kp, &want, &what);
         }
@@ -290,18 +301,16 @@ fn on_opencl_camera_encodings_go_into_pinned_frames_on_receipt() {
         ("mono16", 0),
     ];
     // The first frame finds no input frame free (they are made after it): sent twice.
+    let mut both = NodeAndDirect {
+        client: &client,
+        direct: direct.as_mut(),
+        params: &params,
+        gray: &g,
+    };
     let mut stamp = 0;
     for (encoding, padding) in std::iter::once(cases[0]).chain(cases) {
         stamp += 1;
-        let (kp, want, what) = node_and_direct(
-            &client,
-            direct.as_mut(),
-            &params,
-            &g,
-            encoding,
-            padding,
-            stamp,
-        );
+        let (kp, want, what) = both.send(encoding, padding, stamp);
         assert!(!want.keypoints.is_empty(), "{what}");
         assert_eq!(
             kp.keypoints,

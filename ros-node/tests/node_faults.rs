@@ -187,18 +187,7 @@ fn fault_on_one_frame(domain: u16, fault: Fault) {
         Fault::Match => ("matching failed", MATCH_FAULT),
         Fault::Panic => ("backend panicked", PANIC_FAULT),
     };
-    let node = start_node(
-        domain,
-        Arc::new(FaultyFactory {
-            inner: factory(),
-            faults: Arc::clone(&faults),
-        }),
-        |c| c.params = test_params(),
-    );
-    let mut client = Client::new(domain, "/", "/image");
-    let diag = client.diagnostics("/diagnostics");
-    client.wait_connected(LIMIT);
-    within(LIMIT, diag.wait_for_publisher(&client.node)).expect("diagnostics not discovered");
+    let (node, client, diag) = faulty_node(domain, &faults);
 
     let (a, f, b) = frames();
     let (da, db) = (detect_direct(&a), detect_direct(&b));
@@ -283,6 +272,27 @@ fn matching_failure_reports_error_publishes_no_matches_and_continues() {
     fault_on_one_frame(142, Fault::Match);
 }
 
+/// A node on `domain` whose backend fails as `faults` says, and a connected client with the
+/// node's `/diagnostics`.
+fn faulty_node(
+    domain: u16,
+    faults: &Arc<Faults>,
+) -> (RunningNode, Client, Subscription<DiagnosticArray>) {
+    let node = start_node(
+        domain,
+        Arc::new(FaultyFactory {
+            inner: factory(),
+            faults: Arc::clone(faults),
+        }),
+        |c| c.params = test_params(),
+    );
+    let mut client = Client::new(domain, "/", "/image");
+    let diag = client.diagnostics("/diagnostics");
+    client.wait_connected(LIMIT);
+    within(LIMIT, diag.wait_for_publisher(&client.node)).expect("diagnostics not discovered");
+    (node, client, diag)
+}
+
 #[test]
 fn backend_panic_reports_error_publishes_nothing_and_reopens() {
     fault_on_one_frame(145, Fault::Panic);
@@ -298,18 +308,7 @@ fn open_failure_drops_the_frame_and_the_next_frame_reopens() {
         open_failures: AtomicUsize::new(1),
         ..Faults::default()
     });
-    let node = start_node(
-        domain,
-        Arc::new(FaultyFactory {
-            inner: factory(),
-            faults: Arc::clone(&faults),
-        }),
-        |c| c.params = test_params(),
-    );
-    let mut client = Client::new(domain, "/", "/image");
-    let diag = client.diagnostics("/diagnostics");
-    client.wait_connected(LIMIT);
-    within(LIMIT, diag.wait_for_publisher(&client.node)).expect("diagnostics not discovered");
+    let (node, client, diag) = faulty_node(domain, &faults);
 
     let (a, _, b) = frames();
     let (da, db) = (detect_direct(&a), detect_direct(&b));

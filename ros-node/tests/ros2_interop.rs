@@ -415,15 +415,23 @@ fn cyclone_default_subscriber_latency() {
 /// Two machines: the node in one network namespace, an rclpy subscriber in another, joined
 /// only by a veth pair. With `ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET` (ROS 2's default) on both
 /// sides the subscriber gets keypoints for the frames it publishes; with `LOCALHOST` it sees
-/// no publisher at all.
-///
-/// Needs the node to honour `ROS_AUTOMATIC_DISCOVERY_RANGE` (issue 32, item 3): a node that
-/// stays on loopback unless `--all-interfaces` fails the SUBNET half.
+/// no publisher at all, unless the node names the subscriber's address in `ROS_STATIC_PEERS`:
+/// then the node's unicast announcements (the RustDDS patch's static peers) are the only way
+/// the subscriber, which under `LOCALHOST` neither sends nor hears multicast discovery beyond
+/// its own host, can find it (a static peer that is another address of the same subnet finds
+/// nothing).
 #[test]
-fn rclpy_across_two_network_namespaces_subnet_and_localhost() {
+fn rclpy_across_two_network_namespaces_subnet_localhost_and_static_peers() {
     require_distro("kilted");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    for range in ["SUBNET", "LOCALHOST"] {
+    for (range, static_peers) in [
+        ("SUBNET", ""),
+        ("LOCALHOST", ""),
+        ("LOCALHOST", "10.213.0.2"),
+        // A static peer on the subscriber's subnet but not the subscriber: the node then
+        // announces (and multicasts) on the link too, yet is not found.
+        ("LOCALHOST", "10.213.0.9"),
+    ] {
         let (status, stdout, stderr) = run_in_namespace(
             &[
                 ros2_dir().join("run-veth.sh").as_os_str(),
@@ -442,31 +450,35 @@ fn rclpy_across_two_network_namespaces_subnet_and_localhost() {
                 "--topics".as_ref(),
                 "keypoints".as_ref(),
                 "--discovery-timeout".as_ref(),
-                "10".as_ref(),
+                "20".as_ref(),
             ],
-            &[("DOMAIN", "164"), ("NODE_ARGS", "--param backend:=cpu")],
+            &[
+                ("DOMAIN", "164"),
+                ("NODE_ARGS", "--param backend:=cpu"),
+                ("NODE_STATIC_PEERS", static_peers),
+            ],
             Duration::from_secs(90),
         );
+        let case = format!("{range}, static peers {static_peers:?}");
         eprintln!(
-            "{range} probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
+            "{case}: probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
             tail(&stderr, 2000)
         );
         let status = status.expect("two-namespace test timed out after 90 s");
-        if range == "SUBNET" {
+        if range == "SUBNET" || static_peers == "10.213.0.2" {
             assert!(
                 status.success(),
-                "SUBNET: the subscriber in the other namespace got nothing ({status}); \
-                 does the node honour ROS_AUTOMATIC_DISCOVERY_RANGE (issue 32 item 3)?"
+                "{case}: the subscriber in the other namespace got nothing ({status})"
             );
             let got = parse_latency(&stdout);
             assert!(
                 got.iter().any(|r| r.topic == "keypoints" && r.count > 0),
-                "SUBNET: no keypoints: {stdout}"
+                "{case}: no keypoints: {stdout}"
             );
         } else {
             assert!(
                 !status.success() && stdout.contains("discovery timed out"),
-                "LOCALHOST: the subscriber in the other namespace saw the node: {stdout}"
+                "{case}: the subscriber in the other namespace saw the node: {stdout}"
             );
             assert!(
                 stdout.contains("\"publishers\": {\"keypoints\": 0}"),

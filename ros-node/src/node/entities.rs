@@ -2,7 +2,7 @@
 //! writers, and the start-up log that names them.
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use ros2_client::dds::rustdds::{
     DomainParticipantBuilder, QosPolicies, QosPolicyBuilder, TopicKind, no_key, policy,
@@ -12,7 +12,7 @@ use ros2_client::{Context, Message, Name, Node, NodeName, Publisher, QosProfile,
 
 use super::config::{NodeConfig, TopicReliability, resolve_topic};
 use super::error::{NodeError, ros_err};
-use crate::discovery::Networks;
+use crate::discovery::{self, Networks};
 use crate::msg::{self, Image, MatchArray};
 use crate::pixels::Received;
 use crate::sockets::ForceOutcome;
@@ -52,13 +52,24 @@ pub(super) struct Entities {
 /// socket receive buffers raised as far as the process may.
 pub(super) fn participant(
     config: &NodeConfig,
+    static_peers: &[IpAddr],
 ) -> Result<(Context, Option<ForceOutcome>), NodeError> {
     let mut builder = DomainParticipantBuilder::new(config.domain_id);
     builder = match config.discovery.networks() {
-        Networks::All => builder,
+        Networks::All => builder.with_static_peers(static_peers.iter().copied()),
         // RustDDS otherwise announces itself by multicast on every interface; with this it
-        // still discovers local peers through unicast to 127.0.0.1.
-        Networks::Loopback => builder.with_only_networks([Ipv4Addr::LOCALHOST]),
+        // still discovers local peers through unicast to 127.0.0.1. Static peers get unicast
+        // announcements, which name the node's address on the interface towards them (so that
+        // they can answer), as ROS 2 does with static peers under LOCALHOST.
+        Networks::Loopback => builder
+            .with_only_networks(
+                std::iter::once(IpAddr::V4(Ipv4Addr::LOCALHOST)).chain(
+                    static_peers
+                        .iter()
+                        .filter_map(|p| discovery::local_address_towards(*p)),
+                ),
+            )
+            .with_static_peers(static_peers.iter().copied()),
         // No interface to announce on or join multicast with, and no unicast discovery to the
         // local ports.
         Networks::None => builder

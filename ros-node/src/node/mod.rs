@@ -50,6 +50,8 @@ use ros2_client::ros2::LogLevel;
 use ros2_client::{Node, NodeName, Subscription};
 
 pub use crate::compressed::ImageTransport;
+use crate::discovery::{self, Networks, StaticPeers};
+use crate::logging::RosoutForwarding;
 use crate::params::NodeParams;
 use crate::pixels::Received;
 use crate::processor::ProcessorFactory;
@@ -73,6 +75,8 @@ pub struct RunningNode {
     worker: Option<JoinHandle<()>>,
     receiver: Option<JoinHandle<()>>,
     tasks: Vec<smol::Task<()>>,
+    /// The library records forwarded to the node's `/rosout` (ends before the node closes).
+    rosout_log: Option<RosoutForwarding>,
     node: Option<Node>,
     fqn: String,
 }
@@ -119,6 +123,7 @@ impl RunningNode {
             let _ = smol::block_on(task.cancel());
         }
         std::thread::sleep(DISPOSE_GRACE);
+        self.rosout_log.take();
         self.node.take();
     }
 }
@@ -143,6 +148,7 @@ fn log_start(
     fqn: &str,
     names: &entities::TopicNames,
     forced: Option<&crate::sockets::ForceOutcome>,
+    static_peers: &StaticPeers,
 ) {
     for line in entities::start_up_lines(config, fqn, names, forced) {
         log.log(LogLevel::Info, &line);
@@ -150,14 +156,27 @@ fn log_start(
     for warning in &config.warnings {
         log.log(LogLevel::Warn, warning);
     }
-    if !config.discovery.static_peers.is_empty() {
+    if !static_peers.unresolved.is_empty() {
         log.log(
             LogLevel::Warn,
             &format!(
-                "ROS_STATIC_PEERS {:?} are not contacted: RustDDS has no initial-peers setting, \
-                 so peers there are found only within the discovery range",
-                config.discovery.static_peers
+                "ROS_STATIC_PEERS: {:?} name no address; not contacted",
+                static_peers.unresolved
             ),
+        );
+    }
+    if !static_peers.addresses.is_empty() {
+        let line = if config.discovery.networks() == Networks::None {
+            (
+                LogLevel::Warn,
+                "not contacted: discovery is OFF in this node".to_string(),
+            )
+        } else {
+            (LogLevel::Info, "announced to by unicast".to_string())
+        };
+        log.log(
+            line.0,
+            &format!("static peers {:?}: {}", static_peers.addresses, line.1),
         );
     }
 }
@@ -204,7 +223,8 @@ pub fn start(
         reason: e.to_string(),
     })?;
     let node_name = node_name(&config)?;
-    let (context, forced) = entities::participant(&config)?;
+    let static_peers = discovery::resolve_static_peers(&config.discovery.static_peers);
+    let (context, forced) = entities::participant(&config, &static_peers.addresses)?;
     let shared = Arc::new(Shared::new(&config.params));
     let options = parameters::node_options(&config, &shared, &factory);
     let mut node = context
@@ -218,7 +238,15 @@ pub fn start(
     })];
     let entities = entities::create(&context, &mut node, &node_name, &config)?;
     let log = Logger::new(&node, &config);
-    log_start(&log, &config, &fqn, &entities.names, forced.as_ref());
+    let rosout_log = RosoutForwarding::start(node.logging_handle(), &config.node_name)?;
+    log_start(
+        &log,
+        &config,
+        &fqn,
+        &entities.names,
+        forced.as_ref(),
+        &static_peers,
+    );
     log.log(
         LogLevel::Info,
         &process::open_at_start(&config, &*factory, &shared),
@@ -246,6 +274,7 @@ pub fn start(
         worker: Some(worker),
         receiver: Some(receiver),
         tasks,
+        rosout_log: Some(rosout_log),
         node: Some(node),
         fqn,
     })

@@ -34,6 +34,10 @@ from cyclonedds.sub import DataReader  # noqa: E402
 from cyclonedds.topic import Topic  # noqa: E402
 from cyclonedds.util import duration  # noqa: E402
 
+# The PGM reader the rclpy probes use too (no third-party import).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ros2"))
+from pgm import read_pgm  # noqa: E402
+
 
 @dataclass
 class Time(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
@@ -131,25 +135,6 @@ class SetParametersResponse(IdlStruct, typename="rcl_interfaces::srv::dds_::SetP
 def fail(msg):
     print(json.dumps({"ok": False, "error": msg}), flush=True)
     sys.exit(1)
-
-
-def read_pgm(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    fields, i = [], 0
-    while len(fields) < 4:
-        while data[i : i + 1].isspace():
-            i += 1
-        if data[i : i + 1] == b"#":
-            while data[i : i + 1] != b"\n":
-                i += 1
-            continue
-        start = i
-        while not data[i : i + 1].isspace():
-            i += 1
-        fields.append(data[start:i].decode())
-    w, h = int(fields[1]), int(fields[2])
-    return w, h, data[i + 1 : i + 1 + w * h]
 
 
 def half(w, h, px):

@@ -24,27 +24,14 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, HistoryPolicy
 from sensor_msgs.msg import Image
 from surfcl_msgs.msg import KeypointArray, MatchArray
 
+import pgm
 from latency_report import percentile, print_report
 
 
 def read_pgm(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    fields, pos = [], 0
-    while len(fields) < 4:
-        while data[pos:pos + 1].isspace():
-            pos += 1
-        if data[pos:pos + 1] == b"#":
-            pos = data.index(b"\n", pos)
-            continue
-        end = pos
-        while not data[end:end + 1].isspace():
-            end += 1
-        fields.append(data[pos:end])
-        pos = end
-    assert fields[0] == b"P5", "binary PGM expected"
-    w, h = int(fields[1]), int(fields[2])
-    return np.frombuffer(data, dtype=np.uint8, count=w * h, offset=pos + 1).reshape(h, w)
+    """The PGM photo at `path` as a (height, width) uint8 array."""
+    w, h, pixels = pgm.read_pgm(path)
+    return np.frombuffer(pixels, dtype=np.uint8, count=w * h).reshape(h, w)
 
 
 def tiled(photo, width, height):

@@ -3,7 +3,8 @@
 # (10.213.0.1/24 and 10.213.0.2/24, nothing else, no loopback path between them). surfcl-node
 # runs in the first, a ROS 2 Python script in the second, both with the discovery range RANGE.
 # Usage: run-veth.sh DISTRO NODE_BIN RANGE SCRIPT [script args...]
-#   env: DOMAIN (ROS_DOMAIN_ID, default 150), NODE_ARGS (extra node arguments, word-split)
+#   env: DOMAIN (ROS_DOMAIN_ID, default 150), NODE_ARGS (extra node arguments, word-split),
+#   NODE_STATIC_PEERS (the node's ROS_STATIC_PEERS; the subscriber names none)
 # Must itself run inside `unshare --net --pid --fork --mount-proc --kill-child` (a private
 # mount namespace, for `ip netns`).
 set -eu
@@ -30,7 +31,7 @@ done
 export ROS_DOMAIN_ID="${DOMAIN:-150}" RMW_IMPLEMENTATION=rmw_fastrtps_cpp \
     ROS_AUTOMATIC_DISCOVERY_RANGE="$range"
 # shellcheck disable=SC2086
-ip netns exec surfcl_node "$node_bin" --domain-id "$ROS_DOMAIN_ID" ${NODE_ARGS:-} &
+ip netns exec surfcl_node env ROS_STATIC_PEERS="${NODE_STATIC_PEERS:-}" "$node_bin" --domain-id "$ROS_DOMAIN_ID" ${NODE_ARGS:-} &
 node_pid=$!
 rc=0
 ip netns exec surfcl_sub sh -c '

@@ -1,5 +1,6 @@
 //! The node's `/rosout` records, collected as they arrive (the tests that check what the node
 //! logs).
+#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -8,9 +9,9 @@ use ros2_client::log::Log;
 use ros2_client::qos::History;
 use ros2_client::{NodeOptions, QosProfile};
 
-/// Collects the messages of the `/rosout` records on a domain as they arrive.
+/// Collects the `/rosout` records on a domain as they arrive.
 pub struct Rosout {
-    records: Arc<Mutex<Vec<String>>>,
+    records: Arc<Mutex<Vec<Log>>>,
     _node: ros2_client::Node,
 }
 
@@ -34,7 +35,7 @@ impl Rosout {
         let sink = records.clone();
         smol::spawn(async move {
             while let Ok((log, _)) = sub.async_take().await {
-                sink.lock().unwrap().push(log.msg);
+                sink.lock().unwrap().push(log);
             }
         })
         .detach();
@@ -49,7 +50,17 @@ impl Rosout {
         let records = self.records.lock().unwrap();
         records
             .iter()
-            .filter(|m| m.starts_with(prefix))
+            .filter(|r| r.msg.starts_with(prefix))
+            .map(|r| r.msg.clone())
+            .collect()
+    }
+
+    /// The records so far whose message contains `text`.
+    pub fn containing(&self, text: &str) -> Vec<Log> {
+        let records = self.records.lock().unwrap();
+        records
+            .iter()
+            .filter(|r| r.msg.contains(text))
             .cloned()
             .collect()
     }

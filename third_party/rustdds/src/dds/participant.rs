@@ -37,7 +37,7 @@ use crate::{
     discovery_db::DiscoveryDB,
     sedp_messages::{DiscoveredReaderData, DiscoveredTopicData, DiscoveredWriterData},
   },
-  network::{constant::*, udp_listener::UDPListener},
+  network::{constant::*, udp_listener::UDPListener, util::static_spdp_peer_locators},
   polling::{
     ready_channel, wake_channel, wake_channel_unbounded, LoopWaker, ReadySender, WakeReceiver,
     WakeSender, WakeUnboundedSender,
@@ -78,6 +78,8 @@ pub struct DomainParticipantBuilder {
 
   same_host_loopback: bool, // prefer loopback for same-host peers + localhost SPDP discovery peers
 
+  static_peers: Vec<IpAddr>, // SPDP is also sent unicast to these hosts
+
   socket_receive_buffer_size: usize,
   socket_send_buffer_size: usize,
 
@@ -93,6 +95,7 @@ impl DomainParticipantBuilder {
       domain_id,
       only_networks: None,
       same_host_loopback: true,
+      static_peers: Vec::new(),
       socket_receive_buffer_size: Self::DEFAULT_SOCKET_RECEIVE_BUFFER_SIZE,
       socket_send_buffer_size: Self::DEFAULT_SOCKET_SEND_BUFFER_SIZE,
       #[cfg(feature = "security")]
@@ -126,6 +129,17 @@ impl DomainParticipantBuilder {
   /// `src/rtps/loopback_same_host_design.md`.
   pub fn same_host_loopback(mut self, enabled: bool) -> Self {
     self.same_host_loopback = enabled;
+    self
+  }
+
+  /// Hosts to announce this participant to by unicast SPDP, besides multicast
+  /// discovery (Fast DDS's initial peers, ROS 2's `ROS_STATIC_PEERS`): their
+  /// well-known SPDP unicast ports of the first
+  /// `STATIC_PEER_PARTICIPANT_IDS` participant ids. Participants there that
+  /// do not receive this participant's multicast (another subnet, multicast
+  /// off) discover it, and discovery proceeds as usual.
+  pub fn with_static_peers(mut self, peers: impl IntoIterator<Item = impl Into<IpAddr>>) -> Self {
+    self.static_peers.extend(peers.into_iter().map(Into::into));
     self
   }
 
@@ -347,6 +361,16 @@ impl DomainParticipantBuilder {
       dp_waker,
       discovery_sample_sender,
     )?;
+
+    // Before discovery starts, so that the SPDP writer's first announcements
+    // reach the static peers too.
+    if !self.static_peers.is_empty() {
+      dp.add_spdp_peers(static_spdp_peer_locators(
+        self.domain_id,
+        &self.static_peers,
+        STATIC_PEER_PARTICIPANT_IDS,
+      ));
+    }
 
     // outer DP wrapper
     let dp = DomainParticipant {
@@ -1004,6 +1028,18 @@ impl DomainParticipantDisc {
       discovery_join_handle,
       entity_id_generator: atomic::AtomicU32::new(0),
     })
+  }
+
+  // Has the SPDP writer announce to `locators` as well (static peers).
+  fn add_spdp_peers(&self, locators: Vec<Locator>) {
+    if self
+      .dpi
+      .stop_poll_sender
+      .send(EventLoopCommand::AddSpdpPeers(locators))
+      .is_err()
+    {
+      error!("dp_event_loop not responding: static peers not added");
+    }
   }
 
   // This generates identifiers that consist of given EntityKind and arbitrary,

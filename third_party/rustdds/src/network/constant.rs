@@ -32,3 +32,10 @@ pub const fn user_traffic_unicast_port(domain_id: u16, participant_id: u16) -> u
 /// multicast on the loopback interface is unavailable (the Linux default for
 /// `lo`). See `src/rtps/loopback_same_host_design.md`.
 pub const SPDP_LOCALHOST_PEER_COUNT: u16 = 12;
+
+/// Participant ids probed at each static peer (see
+/// `DomainParticipantBuilder::with_static_peers`): SPDP goes to
+/// `peer:spdp_well_known_unicast_port(domain, pid)` for `pid` in
+/// `0..STATIC_PEER_PARTICIPANT_IDS`, as Fast DDS probes an initial peer's first
+/// participant ids (its `maxInitialPeersRange`, default 4).
+pub const STATIC_PEER_PARTICIPANT_IDS: u16 = 4;

@@ -177,6 +177,28 @@ pub fn localhost_spdp_peer_locators(
     .collect()
 }
 
+/// The unicast SPDP locators of static peers: every `peer` at
+/// `spdp_well_known_unicast_port(domain_id, pid)` for `pid` in
+/// `0..participant_ids`, so that participants there learn of this one without
+/// multicast (see `DomainParticipantBuilder::with_static_peers`).
+pub fn static_spdp_peer_locators(
+  domain_id: u16,
+  peers: &[IpAddr],
+  participant_ids: u16,
+) -> Vec<Locator> {
+  peers
+    .iter()
+    .flat_map(|peer| {
+      (0..participant_ids).map(move |pid| {
+        Locator::from(SocketAddr::new(
+          *peer,
+          crate::network::constant::spdp_well_known_unicast_port(domain_id, pid),
+        ))
+      })
+    })
+    .collect()
+}
+
 pub fn get_local_unicast_locators_filtered(
   port: u16,
   only_networks: Option<&[IpAddr]>,
@@ -291,7 +313,8 @@ mod tests {
 
   use super::{
     build_ifindex_map_inner, get_local_multicast_ip_addrs_inner, get_local_unicast_locators_inner,
-    localhost_spdp_peer_locators, path_mtu_payload_for_peer, IfAddr, InterfaceSelector,
+    localhost_spdp_peer_locators, path_mtu_payload_for_peer, static_spdp_peer_locators, IfAddr,
+    InterfaceSelector,
   };
   use crate::{
     network::constant::spdp_well_known_unicast_port,
@@ -533,6 +556,22 @@ mod tests {
       path_mtu_payload_for_peer(&[], v4(192, 168, 1, 1)),
       FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE
     );
+  }
+
+  #[test]
+  fn static_spdp_peers_cover_each_peer_and_participant_id() {
+    let peers = [v4(10, 0, 0, 2), v4(10, 0, 0, 3)];
+    let locators = static_spdp_peer_locators(5, &peers, 2);
+    let expected: Vec<Locator> = [(2, 0), (2, 1), (3, 0), (3, 1)]
+      .iter()
+      .map(|(host, pid)| {
+        Locator::from(SocketAddr::new(
+          v4(10, 0, 0, *host),
+          spdp_well_known_unicast_port(5, *pid),
+        ))
+      })
+      .collect();
+    assert_eq!(locators, expected);
   }
 
   #[test]

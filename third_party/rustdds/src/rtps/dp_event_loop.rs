@@ -49,6 +49,7 @@ use crate::{
     dds_cache::DDSCache,
     entity::RTPSEntity,
     guid::{EntityId, GuidPrefix, TokenDecode, GUID},
+    locator::Locator,
   },
   //QosPolicyBuilder,
   //QosPolicies,
@@ -73,6 +74,9 @@ pub struct DomainInfo {
 pub(crate) enum EventLoopCommand {
   Stop,
   PrepareStop,
+  /// Unicast destinations the built-in SPDP writer announces to as well (the
+  /// participant's static peers).
+  AddSpdpPeers(Vec<Locator>),
 }
 
 pub struct DPEventLoop {
@@ -140,6 +144,9 @@ pub struct DPEventLoop {
   // route same-host peers over loopback. See
   // `src/rtps/loopback_same_host_design.md`.
   same_host_loopback: bool,
+  // Static peers' SPDP locators (EventLoopCommand::AddSpdpPeers): the SPDP
+  // writer announces to them too.
+  spdp_static_peers: Vec<Locator>,
 }
 
 impl DPEventLoop {
@@ -257,6 +264,7 @@ impl DPEventLoop {
       participant_status_sender,
       discovery_command_sender,
       same_host_loopback,
+      spdp_static_peers: Vec::new(),
     })
   }
 
@@ -417,6 +425,16 @@ impl DPEventLoop {
         Ok(EventLoopCommand::Stop) => {
           info!("Stopping dp_event_loop");
           return true;
+        }
+        Ok(EventLoopCommand::AddSpdpPeers(locators)) => {
+          self.spdp_static_peers.extend(locators);
+          let destinations = self.spdp_extra_destinations();
+          if let Some(spdp_writer) = self
+            .writers
+            .get_mut(&EntityId::SPDP_BUILTIN_PARTICIPANT_WRITER)
+          {
+            spdp_writer.set_extra_unicast_destinations(destinations);
+          }
         }
         Err(TryRecvError::Empty) => break,
         Err(TryRecvError::Disconnected) => {
@@ -1127,19 +1145,29 @@ impl DPEventLoop {
     // - every writer may route a confirmed same-host peer over loopback.
     // See `src/rtps/loopback_same_host_design.md`.
     new_writer.set_prefer_loopback_same_host(self.same_host_loopback);
-    if self.same_host_loopback
-      && new_writer.guid().entity_id == EntityId::SPDP_BUILTIN_PARTICIPANT_WRITER
-    {
-      new_writer.set_extra_unicast_destinations(localhost_spdp_peer_locators(
-        self.domain_info.domain_id,
-        self.domain_info.participant_id,
-        SPDP_LOCALHOST_PEER_COUNT,
-      ));
+    if new_writer.guid().entity_id == EntityId::SPDP_BUILTIN_PARTICIPANT_WRITER {
+      new_writer.set_extra_unicast_destinations(self.spdp_extra_destinations());
     }
 
     // The doorbell is a shared ready-queue plus the poll waker, not a
     // registration under the writer token.
     self.writers.insert(new_writer.guid().entity_id, new_writer);
+  }
+
+  // The SPDP writer's fixed unicast destinations: the localhost peers (with the
+  // same-host loopback feature) and the static peers.
+  fn spdp_extra_destinations(&self) -> Vec<Locator> {
+    let mut destinations = if self.same_host_loopback {
+      localhost_spdp_peer_locators(
+        self.domain_info.domain_id,
+        self.domain_info.participant_id,
+        SPDP_LOCALHOST_PEER_COUNT,
+      )
+    } else {
+      Vec::new()
+    };
+    destinations.extend(self.spdp_static_peers.iter().copied());
+    destinations
   }
 
   fn remove_local_writer(&mut self, writer_guid: &GUID) {

@@ -1,17 +1,18 @@
 //! Log levels the ROS way (`--ros-args --log-level LEVEL`, or `--log-level NAME:=LEVEL` for one
-//! logger) and a `log` backend on stderr, so that warnings of RustDDS and ros2-client (which log
-//! through the `log` crate) are seen instead of vanishing.
-//!
-//! No crate of the field could be fetched for this build (the environment is offline), so the
-//! backend is the few lines below: one line per record, `[LEVEL] [target]: message`, as the
-//! node's own lines.
+//! logger) and a `log` backend (env_logger), so that warnings of RustDDS and ros2-client (which
+//! log through the `log` crate) reach stderr and `/rosout` instead of vanishing.
+
+mod forward;
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use log::{LevelFilter, Log, Metadata, Record};
 use ros2_client::ros2::LogLevel;
+
+pub use forward::RosoutForwarding;
 
 /// Parses a ROS log level name (`debug`, `info`, `warn`, `error`, `fatal`; any case).
 pub fn parse_level(s: &str) -> Option<LogLevel> {
@@ -112,18 +113,50 @@ const REPEAT_INTERVAL: Duration = Duration::from_secs(10);
 /// A log call site: target, file, line.
 type CallSite = (String, &'static str, u32);
 
-/// The `log` backend: records at or above their target's level go to stderr, each call site
-/// at most once per [`REPEAT_INTERVAL`] (with how many were left out since).
-struct StderrLog {
-    levels: LogLevels,
+/// The crates that are the node itself: their records follow `--log-level`'s default, those of
+/// libraries at least `warn`.
+const NODE_CRATES: [&str; 2] = ["surfcl_ros", "surfcl_node"];
+
+/// The `log` backend: env_logger's filter and stderr lines (`[LEVEL] [target]: message`, as the
+/// node's own lines), each call site at most once per [`REPEAT_INTERVAL`] (with how many were
+/// left out since), and what passes forwarded to `/rosout` while a [`RosoutForwarding`] is
+/// active.
+struct NodeLog {
+    stderr: env_logger::Logger,
     /// Per call site (target, file, line): when it last printed, and what was left out since.
     last: Mutex<HashMap<CallSite, (Instant, u64)>>,
 }
 
-impl StderrLog {
-    fn new(levels: LogLevels) -> Self {
+/// env_logger configured with `levels`: libraries at `--log-level`'s default but at least
+/// `warn`, the node's crates at the default, named loggers as given; `RUST_LOG`, when set,
+/// adds its directives on top.
+fn stderr_logger(levels: &LogLevels) -> env_logger::Logger {
+    let mut builder = env_logger::Builder::new();
+    builder.filter_level(level_filter(levels.default.max(LogLevel::Warn)));
+    for krate in NODE_CRATES {
+        builder.filter_module(krate, level_filter(levels.default));
+    }
+    for (name, level) in &levels.named {
+        builder.filter_module(name, level_filter(*level));
+    }
+    builder
+        .parse_env(env_logger::Env::new().filter("RUST_LOG"))
+        .format(|out, record| {
+            writeln!(
+                out,
+                "[{}] [{}]: {}",
+                record.level(),
+                record.target(),
+                record.args()
+            )
+        });
+    builder.build()
+}
+
+impl NodeLog {
+    fn new(levels: &LogLevels) -> Self {
         Self {
-            levels,
+            stderr: stderr_logger(levels),
             last: Mutex::new(HashMap::new()),
         }
     }
@@ -157,49 +190,51 @@ impl StderrLog {
     }
 }
 
-impl Log for StderrLog {
+impl Log for NodeLog {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.level() <= level_filter(self.levels.library_level(metadata.target()))
+        self.stderr.enabled(metadata)
     }
     fn log(&self, record: &Record<'_>) {
-        if !self.enabled(record.metadata()) {
+        if !self.stderr.matches(record) {
             return;
         }
         let Some(left_out) = self.admit(record, Instant::now()) else {
             return;
         };
-        let repeats = if left_out > 0 {
-            format!(" ({left_out} more like it left out)")
+        if left_out > 0 {
+            let args = format_args!("{} ({left_out} more like it left out)", record.args());
+            self.stderr.log(
+                &Record::builder()
+                    .metadata(record.metadata().clone())
+                    .module_path(record.module_path())
+                    .file(record.file())
+                    .line(record.line())
+                    .args(args)
+                    .build(),
+            );
         } else {
-            String::new()
-        };
-        eprintln!(
-            "[{}] [{}]: {}{repeats}",
-            record.level(),
-            record.target(),
-            record.args()
-        );
+            self.stderr.log(record);
+        }
+        forward::forward(record);
     }
-    fn flush(&self) {}
+    fn flush(&self) {
+        self.stderr.flush();
+    }
 }
 
-static BACKEND: OnceLock<StderrLog> = OnceLock::new();
+static BACKEND: OnceLock<NodeLog> = OnceLock::new();
 
-/// Installs the stderr backend for the `log` crate with `levels` (once per process; later
-/// calls keep the first levels). Returns whether this call installed it.
+/// Installs the `log` backend with `levels` (once per process; later calls keep the first
+/// levels): records go to stderr, and to `/rosout` while a [`RosoutForwarding`] is active.
+/// Returns whether this call installed it.
 pub fn install(levels: &LogLevels) -> bool {
     let mut installed = false;
     let backend = BACKEND.get_or_init(|| {
         installed = true;
-        StderrLog::new(levels.clone())
+        NodeLog::new(levels)
     });
     if installed && log::set_logger(backend).is_ok() {
-        let most = std::iter::once(levels.default)
-            .chain(levels.named.iter().map(|(_, l)| *l))
-            .map(level_filter)
-            .max()
-            .unwrap_or(LevelFilter::Info);
-        log::set_max_level(most);
+        log::set_max_level(backend.stderr.filter());
         return true;
     }
     false
@@ -233,7 +268,7 @@ mod tests {
     fn backend_filters_by_target() {
         let mut l = LogLevels::default();
         l.apply("rustdds:=error").unwrap();
-        let b = StderrLog::new(l);
+        let b = NodeLog::new(&l);
         let meta = |level, target| Metadata::builder().level(level).target(target).build();
         assert!(!b.enabled(&meta(log::Level::Warn, "rustdds::rtps")));
         assert!(b.enabled(&meta(log::Level::Error, "rustdds::rtps")));
@@ -242,13 +277,17 @@ mod tests {
             !b.enabled(&meta(log::Level::Info, "ros2_client")),
             "libraries: warn at least"
         );
+        assert!(
+            b.enabled(&meta(log::Level::Info, "surfcl_ros::node::receive")),
+            "the node's own modules: the default"
+        );
         let mut l = LogLevels::default();
         l.apply("debug").unwrap();
-        let b = StderrLog::new(l);
+        let b = NodeLog::new(&l);
         assert!(!b.enabled(&meta(log::Level::Info, "rustdds::rtps")));
         let mut l = LogLevels::default();
         l.apply("rustdds:=debug").unwrap();
-        let b = StderrLog::new(l);
+        let b = NodeLog::new(&l);
         assert!(
             b.enabled(&meta(log::Level::Debug, "rustdds::rtps")),
             "named: as asked"
@@ -257,7 +296,7 @@ mod tests {
 
     #[test]
     fn a_call_site_prints_once_per_interval() {
-        let b = StderrLog::new(LogLevels::default());
+        let b = NodeLog::new(&LogLevels::default());
         let args = format_args!("no locators");
         let record = |line| {
             Record::builder()
