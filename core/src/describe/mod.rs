@@ -89,7 +89,7 @@ impl core::error::Error for DescribeError {}
 #[inline(always)]
 fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
     let (hx, hy) = haar_pair(ii, row, col, s);
-    (hx as f32, hy as f32)
+    (math::i64_to_f32(hx), math::i64_to_f32(hy))
 }
 
 /// Start (in `0..24`) of the sample rows (and columns) of the descriptor's four sub-region rows:
@@ -267,6 +267,27 @@ fn describe_with(
 /// `j`-th sample in each of the four sub-regions (a row of [`SAMPLE_WEIGHTS`]).
 #[inline(always)]
 fn add_row(sums: &mut SubregionSums, a: usize, row: &SampleRow, weights: &[f32; 9]) {
+    if !math::SIMD_UNITS {
+        // One sub-region at a time: its four sums stay in registers (as 4-lane arrays they
+        // went through the stack at every addition on a Cortex-M4F). Each sum gets the same
+        // products in the same order.
+        for b in 0..4 {
+            let (mut dx, mut dy) = (sums.dx[a][b], sums.dy[a][b]);
+            let (mut mdx, mut mdy) = (sums.mdx[a][b], sums.mdy[a][b]);
+            let samples = row.u[5 * b..].iter().zip(&row.v[5 * b..]);
+            for (&g, (&u, &v)) in weights.iter().zip(samples) {
+                let rrx = g * u;
+                let rry = g * v;
+                dx += rrx;
+                dy += rry;
+                mdx += math::fabsf(rrx);
+                mdy += math::fabsf(rry);
+            }
+            (sums.dx[a][b], sums.dy[a][b]) = (dx, dy);
+            (sums.mdx[a][b], sums.mdy[a][b]) = (mdx, mdy);
+        }
+        return;
+    }
     let (mut dx, mut dy) = (sums.dx[a], sums.dy[a]);
     let (mut mdx, mut mdy) = (sums.mdx[a], sums.mdy[a]);
     for (j, &g) in weights.iter().enumerate() {

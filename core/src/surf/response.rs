@@ -7,6 +7,7 @@ use super::packed::{PackedCodeTable, pack_byte};
 use core::ops::Range;
 
 use crate::integral::IntegralImage;
+use crate::math;
 
 /// `255^2`: responses are in OpenSURF units, i.e. on intensities scaled to `[0, 1]`.
 const INTENSITY_SQ: f64 = 65025.0;
@@ -56,6 +57,11 @@ fn norm_of(size: u32) -> f32 {
     }
     response_norm(size)
 }
+
+/// Largest filter size whose box sums and `Dxx`, `Dyy`, `Dxy` are below `2^31` in magnitude
+/// for every 8-bit image: the largest of the detector (octave 5, interval 3). The biggest box
+/// is `(2 l - 1) x L` pixels, `255 * 513 * 771 ~ 1.0e8`.
+const MAX_I32_TERMS_SIZE: i32 = 771;
 
 /// The eight boxes of one filter size and their integral-table offsets.
 #[derive(Debug, Clone, Copy)]
@@ -124,44 +130,94 @@ impl Filter {
     /// The exact integer terms `(Dxx, Dyy, Dxy)` at pixel `(row, col)`.
     #[inline(always)]
     pub(crate) fn terms(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i64, i64) {
-        let mut s = [0i64; 8];
         let (w, h) = (ii.width() as i64, ii.height() as i64);
         let (r, c, b) = (i64::from(row), i64::from(col), i64::from(self.half));
-        if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
+        let t = ii.table();
+        // Each array below is built by `map` rather than filled in place: a zeroed array of
+        // eight words is a `memset` call per response on a microcontroller.
+        let s: [u32; 8] = if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
             // Fast path: the whole footprint is inside, no clamping. Every index below is in the
             // table: the rows touched are r - b ..= r + b + 1 <= height, likewise the columns.
-            let t = ii.table();
             let p = (r * (w + 1) + c) as isize;
-            for (sum, o) in s.iter_mut().zip(self.offsets.iter()) {
-                let v = t[(p + o[3]) as usize]
+            self.offsets.map(|o| {
+                t[(p + o[3]) as usize]
                     .wrapping_sub(t[(p + o[1]) as usize])
                     .wrapping_sub(t[(p + o[2]) as usize])
-                    .wrapping_add(t[(p + o[0]) as usize]);
-                *sum = i64::from(v);
-            }
+                    .wrapping_add(t[(p + o[0]) as usize])
+            })
+        } else if self.size >= 3 {
+            // Every box is at least one row and column (`l >= 1`), so a clipped box is the four
+            // corners with their rows and columns clamped to the table, as
+            // `IntegralImage::box_sum` takes them (a box clipped to nothing gives 0 both ways).
+            let stride = w as usize + 1;
+            let clamp_row = |v: i32| v.clamp(0, h as i32) as usize * stride;
+            let clamp_col = |v: i32| v.clamp(0, w as i32) as usize;
+            Self::rects_of(self.size).map(|q| {
+                let (top, left) = (row.saturating_add(q[0]), col.saturating_add(q[1]));
+                let (r0, r1) = (clamp_row(top), clamp_row(top.saturating_add(q[2])));
+                let (c0, c1) = (clamp_col(left), clamp_col(left.saturating_add(q[3])));
+                t[r1 + c1]
+                    .wrapping_sub(t[r0 + c1])
+                    .wrapping_sub(t[r1 + c0])
+                    .wrapping_add(t[r0 + c0])
+            })
         } else {
-            for (sum, q) in s.iter_mut().zip(Self::rects_of(self.size).iter()) {
-                *sum = i64::from(ii.box_sum(
+            Self::rects_of(self.size).map(|q| {
+                ii.box_sum(
                     row.saturating_add(q[0]),
                     col.saturating_add(q[1]),
                     q[2],
                     q[3],
-                ));
-            }
+                )
+            })
+        };
+        if self.size <= MAX_I32_TERMS_SIZE {
+            // Every box sum and term is below 2^31 in magnitude: `i32` arithmetic, wrapping or
+            // not, gives the exact values, and the products below become 32x32-bit multiplies.
+            let s = s.map(|v| v as i32);
+            let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3));
+            let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3));
+            let dxy = s[4]
+                .wrapping_add(s[5])
+                .wrapping_sub(s[6])
+                .wrapping_sub(s[7]);
+            return (i64::from(dxx), i64::from(dyy), i64::from(dxy));
         }
+        let s = s.map(i64::from);
         (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7])
+    }
+
+    /// The exact determinant `100 Dxx Dyy - 81 Dxy^2` and the Laplacian sign at pixel
+    /// `(row, col)`.
+    #[inline(always)]
+    pub(crate) fn det(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i8) {
+        let (dxx, dyy, dxy) = self.terms(ii, row, col);
+        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
+        if self.size <= MAX_I32_TERMS_SIZE {
+            // |Dxx|, |Dyy| <= 3 * 255 (2 l - 1) l and |Dxy| <= 2 * 255 l^2 (l = L / 3 <= 257):
+            // 10 Dxx, 10 Dyy and 9 Dxy are below 1.1e9 < 2^31, so the determinant is two
+            // 32x32-bit products, `(10 Dxx)(10 Dyy) - (9 Dxy)^2`, with no 64-bit multiply.
+            let (dxx, dyy, dxy) = (dxx as i32, dyy as i32, dxy as i32);
+            let det = math::mul_wide(10 * dxx, 10 * dyy) - math::mul_wide(9 * dxy, 9 * dxy);
+            return (det, laplacian);
+        }
+        // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
+        // 100 Dxx Dyy < 1.1e18 < i64::MAX.
+        (100 * dxx * dyy - 81 * dxy * dxy, laplacian)
+    }
+
+    /// The response of determinant `det`: `det as f32` times the norm, one `f32` multiply (the
+    /// kernels do the same).
+    #[inline(always)]
+    pub(crate) fn scale(&self, det: i64) -> f32 {
+        math::i64_to_f32(det) * self.norm
     }
 
     /// The bit-exact response and the Laplacian sign at pixel `(row, col)`.
     #[inline(always)]
     pub(crate) fn response(&self, ii: &IntegralImage, row: i32, col: i32) -> (f32, i8) {
-        let (dxx, dyy, dxy) = self.terms(ii, row, col);
-        // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
-        // 100 Dxx Dyy < 1.1e18 < i64::MAX.
-        let det = 100 * dxx * dyy - 81 * dxy * dxy;
-        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
-        // `as f32` rounds to nearest even; one f32 multiply: the kernels do the same.
-        ((det as f32) * self.norm, laplacian)
+        let (det, laplacian) = self.det(ii, row, col);
+        (self.scale(det), laplacian)
     }
 }
 
@@ -189,20 +245,46 @@ fn for_each_sample(
     octave: u32,
     rows: Range<usize>,
     from: usize,
-    mut f: impl FnMut(usize, [(f32, i8); 4]),
+    f: impl FnMut(usize, [(f32, i8); 4]),
+) {
+    let filters = octave_filters(ii, octave);
+    for_each_sample_of(
+        ii,
+        config,
+        octave,
+        rows,
+        from,
+        &filters,
+        f,
+        |_, filter, row, col| filter.response(ii, row, col),
+    );
+}
+
+/// [`for_each_sample`] with each sample's value for filter `k` from `eval(k, filter, row, col)`
+/// (pixel row and column).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn for_each_sample_of<T: Copy + Default>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    from: usize,
+    filters: &[Filter; 4],
+    mut f: impl FnMut(usize, [T; 4]),
+    eval: impl Fn(usize, &Filter, i32, i32) -> T,
 ) {
     let step = sample_step(config, octave);
     let (gw, gh) = grid_size(ii.width(), ii.height(), step);
-    let filters = octave_filters(ii, octave);
     let step = step as i32;
     let first = rows.start;
     for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = sy as i32 * step;
         for sx in 0..gw {
             let col = sx as i32 * step;
-            let mut r = [(0f32, 0i8); 4];
-            for (out, filter) in r.iter_mut().zip(filters.iter()).skip(from) {
-                *out = filter.response(ii, row, col);
+            let mut r = [T::default(); 4];
+            for (k, (out, filter)) in r.iter_mut().zip(filters.iter()).enumerate().skip(from) {
+                *out = eval(k, filter, row, col);
             }
             f((sy - first) * gw + sx, r);
         }
@@ -698,13 +780,35 @@ pub(crate) fn fill_packed(
                 out[i] |= byte(v, lap) << (8 * k);
             });
         }
-        None => for_each_sample(ii, config, octave, rows, 0, |i, r| {
-            let mut word = 0u32;
-            for (k, &(v, lap)) in r.iter().enumerate() {
-                word |= byte(v, lap) << (8 * k);
-            }
-            out[i] = word;
-        }),
+        None => {
+            // Most samples are below the threshold: their determinant is below the filter's
+            // cutoff, and their byte is the Laplacian sign alone, without the conversion to
+            // `f32` (a library call on 32-bit targets) and the code's comparisons.
+            let filters = octave_filters(ii, octave);
+            let cutoffs = filters
+                .each_ref()
+                .map(|f| table.det_cutoff(|det| f.scale(det)));
+            let eval = |k: usize, filter: &Filter, row: i32, col: i32| {
+                let (det, lap) = filter.det(ii, row, col);
+                if det < cutoffs[k] {
+                    pack_byte(0, lap)
+                } else {
+                    pack_byte(table.code(filter.scale(det)), lap)
+                }
+            };
+            for_each_sample_of(
+                ii,
+                config,
+                octave,
+                rows,
+                0,
+                &filters,
+                |i, r: [u8; 4]| {
+                    out[i] = u32::from_le_bytes(r);
+                },
+                eval,
+            );
+        }
     }
 }
 
