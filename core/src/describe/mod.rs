@@ -390,7 +390,28 @@ fn haar_row(
     let t = ii.table();
     let stride = w as usize + 1;
     let (h_rows, h_cols) = (h as usize * stride, h as usize);
-    // In two chunks of 12 samples (384 bytes of stack, for microcontrollers): the nine
+    if !math::SIMD_UNITS {
+        // Without vector units, each sample straight from its eight corners: the two passes
+        // below would only store and reload them.
+        for l in 0..24 {
+            let centre = ys[l] as usize * stride + xs[l] as usize;
+            let (top, bottom) = (centre - h_rows, centre + h_rows);
+            let [right, left, lower, upper] = half_boxes([
+                t[top - h_cols],
+                t[top],
+                t[top + h_cols],
+                t[centre - h_cols],
+                t[centre + h_cols],
+                t[bottom - h_cols],
+                t[bottom],
+                t[bottom + h_cols],
+            ]);
+            hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
+            hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
+        }
+        return;
+    }
+    // In two chunks of 12 samples (384 bytes of stack): the nine
     // corners of each sample, rows y - h, y, y + h by columns x - h, x, x + h, then the box
     // arithmetic over the chunk.
     for chunk in 0..24 / ROW_CHUNK {

@@ -133,34 +133,39 @@ impl Filter {
         let (w, h) = (ii.width() as i64, ii.height() as i64);
         let (r, c, b) = (i64::from(row), i64::from(col), i64::from(self.half));
         let t = ii.table();
-        // Each array below is built by `map` rather than filled in place: a zeroed array of
-        // eight words is a `memset` call per response on a microcontroller.
+        // The arrays below are written out element by element through `#[inline(always)]`
+        // helpers: zeroed and filled in place, mapped by value or built by a closure, they were
+        // a `memset`, a `memcpy` or eight calls per response in a size-optimised build.
         let s: [u32; 8] = if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
             // Fast path: the whole footprint is inside, no clamping. Every index below is in the
             // table: the rows touched are r - b ..= r + b + 1 <= height, likewise the columns.
             let p = (r * (w + 1) + c) as isize;
-            self.offsets.map(|o| {
-                t[(p + o[3]) as usize]
-                    .wrapping_sub(t[(p + o[1]) as usize])
-                    .wrapping_sub(t[(p + o[2]) as usize])
-                    .wrapping_add(t[(p + o[0]) as usize])
-            })
+            let o = &self.offsets;
+            [
+                corner_box(t, p, &o[0]),
+                corner_box(t, p, &o[1]),
+                corner_box(t, p, &o[2]),
+                corner_box(t, p, &o[3]),
+                corner_box(t, p, &o[4]),
+                corner_box(t, p, &o[5]),
+                corner_box(t, p, &o[6]),
+                corner_box(t, p, &o[7]),
+            ]
         } else if self.size >= 3 {
             // Every box is at least one row and column (`l >= 1`), so a clipped box is the four
             // corners with their rows and columns clamped to the table, as
             // `IntegralImage::box_sum` takes them (a box clipped to nothing gives 0 both ways).
-            let stride = w as usize + 1;
-            let clamp_row = |v: i32| v.clamp(0, h as i32) as usize * stride;
-            let clamp_col = |v: i32| v.clamp(0, w as i32) as usize;
-            Self::rects_of(self.size).map(|q| {
-                let (top, left) = (row.saturating_add(q[0]), col.saturating_add(q[1]));
-                let (r0, r1) = (clamp_row(top), clamp_row(top.saturating_add(q[2])));
-                let (c0, c1) = (clamp_col(left), clamp_col(left.saturating_add(q[3])));
-                t[r1 + c1]
-                    .wrapping_sub(t[r0 + c1])
-                    .wrapping_sub(t[r1 + c0])
-                    .wrapping_add(t[r0 + c0])
-            })
+            let q = Self::rects_of(self.size);
+            [
+                clipped_box(ii, row, col, &q[0]),
+                clipped_box(ii, row, col, &q[1]),
+                clipped_box(ii, row, col, &q[2]),
+                clipped_box(ii, row, col, &q[3]),
+                clipped_box(ii, row, col, &q[4]),
+                clipped_box(ii, row, col, &q[5]),
+                clipped_box(ii, row, col, &q[6]),
+                clipped_box(ii, row, col, &q[7]),
+            ]
         } else {
             Self::rects_of(self.size).map(|q| {
                 ii.box_sum(
@@ -174,17 +179,16 @@ impl Filter {
         if self.size <= MAX_I32_TERMS_SIZE {
             // Every box sum and term is below 2^31 in magnitude: `i32` arithmetic, wrapping or
             // not, gives the exact values, and the products below become 32x32-bit multiplies.
-            let s = s.map(|v| v as i32);
-            let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3));
-            let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3));
+            let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3)) as i32;
+            let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3)) as i32;
             let dxy = s[4]
                 .wrapping_add(s[5])
                 .wrapping_sub(s[6])
-                .wrapping_sub(s[7]);
+                .wrapping_sub(s[7]) as i32;
             return (i64::from(dxx), i64::from(dyy), i64::from(dxy));
         }
-        let s = s.map(i64::from);
-        (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7])
+        let v = |k: usize| i64::from(s[k]);
+        (v(0) - 3 * v(1), v(2) - 3 * v(3), v(4) + v(5) - v(6) - v(7))
     }
 
     /// The exact determinant `100 Dxx Dyy - 81 Dxy^2` and the Laplacian sign at pixel
@@ -219,6 +223,31 @@ impl Filter {
         let (det, laplacian) = self.det(ii, row, col);
         (self.scale(det), laplacian)
     }
+}
+
+/// The box whose table corners lie at offsets `o` (see [`Filter::offsets`]) from index `p`.
+#[inline(always)]
+fn corner_box(t: &[u32], p: isize, o: &[isize; 4]) -> u32 {
+    t[(p + o[3]) as usize]
+        .wrapping_sub(t[(p + o[1]) as usize])
+        .wrapping_sub(t[(p + o[2]) as usize])
+        .wrapping_add(t[(p + o[0]) as usize])
+}
+
+/// The box `q` (`(row, col, rows, cols)` relative to pixel `(row, col)`, at least one row and
+/// column) clipped to the image: its corners clamped to the table.
+#[inline(always)]
+fn clipped_box(ii: &IntegralImage, row: i32, col: i32, q: &[i32; 4]) -> u32 {
+    let (t, w, h) = (ii.table(), ii.width(), ii.height());
+    let clamp_row = |v: i32| v.clamp(0, h as i32) as usize * (w + 1);
+    let clamp_col = |v: i32| v.clamp(0, w as i32) as usize;
+    let (top, left) = (row.saturating_add(q[0]), col.saturating_add(q[1]));
+    let (r0, r1) = (clamp_row(top), clamp_row(top.saturating_add(q[2])));
+    let (c0, c1) = (clamp_col(left), clamp_col(left.saturating_add(q[3])));
+    t[r1 + c1]
+        .wrapping_sub(t[r0 + c1])
+        .wrapping_sub(t[r1 + c0])
+        .wrapping_add(t[r0 + c0])
 }
 
 /// The response of filter size `filter` at pixel `(row, col)` and the sign of the Laplacian
