@@ -395,17 +395,7 @@ fn haar_row(
         // below would only store and reload them.
         for l in 0..24 {
             let centre = ys[l] as usize * stride + xs[l] as usize;
-            let (top, bottom) = (centre - h_rows, centre + h_rows);
-            let [right, left, lower, upper] = half_boxes([
-                t[top - h_cols],
-                t[top],
-                t[top + h_cols],
-                t[centre - h_cols],
-                t[centre + h_cols],
-                t[bottom - h_cols],
-                t[bottom],
-                t[bottom + h_cols],
-            ]);
+            let [right, left, lower, upper] = half_boxes(corners_at(t, centre, h_rows, h_cols));
             hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
             hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
         }
@@ -418,17 +408,7 @@ fn haar_row(
         let samples = chunk * ROW_CHUNK..(chunk + 1) * ROW_CHUNK;
         for (l, (&x, &y)) in xs[samples.clone()].iter().zip(&ys[samples]).enumerate() {
             let centre = y as usize * stride + x as usize;
-            let (top, bottom) = (centre - h_rows, centre + h_rows);
-            let row_corners = [
-                t[top - h_cols],
-                t[top],
-                t[top + h_cols],
-                t[centre - h_cols],
-                t[centre + h_cols],
-                t[bottom - h_cols],
-                t[bottom],
-                t[bottom + h_cols],
-            ];
+            let row_corners = corners_at(t, centre, h_rows, h_cols);
             for (k, &v) in row_corners.iter().enumerate() {
                 corners[k][l] = v;
             }
@@ -441,6 +421,24 @@ fn haar_row(
             hy[chunk * ROW_CHUNK + l] = (lower as i32).wrapping_sub(upper as i32) as f32;
         }
     }
+}
+
+/// The eight table corners of a Haar pair centred at table index `centre` (the centre itself
+/// unused), `h_rows` and `h_cols` the half size in table rows and columns: rows above, at and
+/// below by columns left, at and right, as [`half_boxes`] takes them.
+#[inline(always)]
+fn corners_at(t: &[u32], centre: usize, h_rows: usize, h_cols: usize) -> [u32; 8] {
+    let (top, bottom) = (centre - h_rows, centre + h_rows);
+    [
+        t[top - h_cols],
+        t[top],
+        t[top + h_cols],
+        t[centre - h_cols],
+        t[centre + h_cols],
+        t[bottom - h_cols],
+        t[bottom],
+        t[bottom + h_cols],
+    ]
 }
 
 /// Whether Haar size `s` can take [`haar_row`]'s table path: even, at least 2, and a half

@@ -334,7 +334,7 @@ pub fn exp_neg(x: Weight) -> Weight {
     let within = frac & 0x3ff;
     let (a, b) = (EXP2_NEG[index], EXP2_NEG[index + 1]);
     // Neighbouring entries differ by less than 2^-6, so the product fits 32 bits.
-    let value = a - ((a - b) * within >> 10);
+    let value = a - (((a - b) * within) >> 10);
     Weight::from_num(value >> whole)
 }
 

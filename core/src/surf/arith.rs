@@ -9,7 +9,7 @@ use super::config::SurfConfig;
 use super::decide::{Refinement, SampleSite, laplacian_at, refine_candidate};
 use super::fixed::{FixedCube, fill_fixed, fixed_threshold, refine_fixed};
 use super::response::{PortableBoxSums, fill_f32_bits};
-use crate::fixed::Response;
+use crate::fixed::arith::Response;
 use crate::integral::IntegralImage;
 
 mod sealed {
