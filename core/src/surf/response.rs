@@ -852,6 +852,34 @@ mod tests {
     }
 
     #[test]
+    fn det_cutoff_is_the_first_determinant_with_a_code() {
+        for threshold in [0.0004f32, 0.0001, 0.00002, 0.013, 0.0] {
+            let table = PackedCodeTable::new(threshold);
+            for (o, norms) in RESPONSE_NORMS.iter().enumerate() {
+                for (i, &norm) in norms.iter().enumerate() {
+                    let response = |det: i64| (det as f32) * norm;
+                    let cutoff = table.det_cutoff(response);
+                    let code = |det: i64| table.code(response(det));
+                    if cutoff == i64::MIN {
+                        assert!(code(i64::MIN) > 0, "{threshold} {o} {i}");
+                        continue;
+                    }
+                    assert!(code(cutoff) > 0, "{threshold} {o} {i} {cutoff}");
+                    for below in [1, 2, 1000, cutoff.unsigned_abs() / 3 + 1] {
+                        let det = cutoff.saturating_sub_unsigned(below);
+                        assert_eq!(code(det), 0, "{threshold} {o} {i} {det}");
+                    }
+                }
+            }
+        }
+        // No determinant reaches a NaN threshold, nor any with a zero norm and threshold > 0.
+        let table = PackedCodeTable::new(f32::NAN);
+        assert_eq!(table.det_cutoff(|d| d as f32), i64::MAX);
+        let table = PackedCodeTable::new(0.0004);
+        assert_eq!(table.det_cutoff(|d| d as f32 * 0.0), i64::MAX);
+    }
+
+    #[test]
     fn f64_determinant_is_taken_exactly_where_it_is_exact() {
         // Exactly the filters up to L = 195 (all of octaves 0-3, the first two of octave 4).
         for octave in 0..u32::from(MAX_OCTAVES) {
