@@ -63,11 +63,58 @@ pub(crate) fn round_to_i32(x: f32) -> i32 {
     // saturated value is the answer: so the step is never applied where it could overflow, and
     // the whole function is compares and a wrapping add, which vectorise (a loop of sample
     // positions rounds 4 or 8 at a time).
+    //
+    // `|frac|` in `[0.5, 1)` is tested on its bits (two integer compares instead of four float
+    // compares, each a flag transfer on a Cortex-M4F); its sign bit gives the direction. A NaN
+    // fraction has larger bits than 1.0, so it takes no step.
     let t = x as i32;
-    let frac = x - t as f32;
-    let up = (frac >= 0.5) & (frac < 1.0);
-    let down = (frac <= -0.5) & (frac > -1.0);
-    t.wrapping_add(i32::from(up) - i32::from(down))
+    let frac = (x - t as f32).to_bits();
+    let magnitude = frac & 0x7fff_ffff;
+    let away = (magnitude >= 0.5f32.to_bits()) & (magnitude < 1.0f32.to_bits());
+    let direction = 1 - 2 * (frac >> 31) as i32;
+    t.wrapping_add(i32::from(away) * direction)
+}
+
+/// `v as f32` (the nearest `f32`, ties to even), with one conversion instruction where `v` fits
+/// an `i32`: 32-bit targets convert an `i64` in a library call of some forty instructions, and
+/// the values converted here (determinants of the small filters, Haar responses) mostly fit.
+/// The `i32` conversion rounds the same integer the same way, so the bits are those of
+/// `v as f32`.
+#[inline(always)]
+pub(crate) fn i64_to_f32(v: i64) -> f32 {
+    if cfg!(target_pointer_width = "64") {
+        return v as f32;
+    }
+    match i32::try_from(v) {
+        Ok(small) => small as f32,
+        Err(_) => v as f32,
+    }
+}
+
+/// `a * b` as an `i64`, exactly. On a Cortex-M0 (v6-M: a 32x32-bit multiply that keeps the
+/// low half only) a 64-bit product is a library call of some fifty instructions; there it is
+/// put together from four 16x16-bit products instead. Elsewhere the widening multiply
+/// instruction.
+#[inline(always)]
+pub(crate) fn mul_wide(a: i32, b: i32) -> i64 {
+    if cfg!(all(target_arch = "arm", not(target_feature = "v7"))) {
+        mul_wide_by_halves(a, b)
+    } else {
+        i64::from(a) * i64::from(b)
+    }
+}
+
+/// [`mul_wide`] from four 16x16-bit products.
+#[inline(always)]
+fn mul_wide_by_halves(a: i32, b: i32) -> i64 {
+    // a = ah 2^16 + al with ah in [-2^15, 2^15) and al in [0, 2^16), likewise b. Each cross
+    // product, at most 2^15 (2^16 - 1) in magnitude, fits an i32; al bl fits a u32.
+    let (ah, al) = (a >> 16, a & 0xffff);
+    let (bh, bl) = (b >> 16, b & 0xffff);
+    let high = i64::from(ah * bh) << 32;
+    let cross = (i64::from(ah * bl) + i64::from(al * bh)) << 16;
+    let low = i64::from((al as u32) * (bl as u32));
+    high + cross + low
 }
 
 /// Whether the target has SIMD units (x86, aarch64): there the core takes code paths that
@@ -322,6 +369,38 @@ mod tests {
         let ulp = f64::from(f32::from_bits(e.abs().to_bits() + 1) - e.abs())
             .max(f64::from(f32::from_bits(1)));
         (f64::from(got) - exact).abs() / ulp
+    }
+
+    #[test]
+    fn products_by_halves_are_the_i64_products() {
+        let edges = [
+            i32::MIN,
+            i32::MIN + 1,
+            -65537,
+            -65536,
+            -65535,
+            -32769,
+            -32768,
+            -1,
+            0,
+            1,
+        ];
+        let edges = edges.iter().flat_map(|&v| [v, v.wrapping_neg(), !v]);
+        let mut values: std::vec::Vec<i32> = edges.collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        values.extend((0..300).map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as i32
+        }));
+        for &a in &values {
+            for &b in &values {
+                let expected = i64::from(a) * i64::from(b);
+                assert_eq!(mul_wide_by_halves(a, b), expected, "{a} {b}");
+                assert_eq!(mul_wide(a, b), expected, "{a} {b}");
+            }
+        }
     }
 
     #[test]

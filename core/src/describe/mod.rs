@@ -89,7 +89,7 @@ impl core::error::Error for DescribeError {}
 #[inline(always)]
 fn haar_xy(ii: &IntegralImage, row: i32, col: i32, s: i32) -> (f32, f32) {
     let (hx, hy) = haar_pair(ii, row, col, s);
-    (hx as f32, hy as f32)
+    (math::i64_to_f32(hx), math::i64_to_f32(hy))
 }
 
 /// Start (in `0..24`) of the sample rows (and columns) of the descriptor's four sub-region rows:
@@ -267,6 +267,27 @@ fn describe_with(
 /// `j`-th sample in each of the four sub-regions (a row of [`SAMPLE_WEIGHTS`]).
 #[inline(always)]
 fn add_row(sums: &mut SubregionSums, a: usize, row: &SampleRow, weights: &[f32; 9]) {
+    if !math::SIMD_UNITS {
+        // One sub-region at a time: its four sums stay in registers (as 4-lane arrays they
+        // went through the stack at every addition on a Cortex-M4F). Each sum gets the same
+        // products in the same order.
+        for b in 0..4 {
+            let (mut dx, mut dy) = (sums.dx[a][b], sums.dy[a][b]);
+            let (mut mdx, mut mdy) = (sums.mdx[a][b], sums.mdy[a][b]);
+            let samples = row.u[5 * b..].iter().zip(&row.v[5 * b..]);
+            for (&g, (&u, &v)) in weights.iter().zip(samples) {
+                let rrx = g * u;
+                let rry = g * v;
+                dx += rrx;
+                dy += rry;
+                mdx += math::fabsf(rrx);
+                mdy += math::fabsf(rry);
+            }
+            (sums.dx[a][b], sums.dy[a][b]) = (dx, dy);
+            (sums.mdx[a][b], sums.mdy[a][b]) = (mdx, mdy);
+        }
+        return;
+    }
     let (mut dx, mut dy) = (sums.dx[a], sums.dy[a]);
     let (mut mdx, mut mdy) = (sums.mdx[a], sums.mdy[a]);
     for (j, &g) in weights.iter().enumerate() {
@@ -369,24 +390,25 @@ fn haar_row(
     let t = ii.table();
     let stride = w as usize + 1;
     let (h_rows, h_cols) = (h as usize * stride, h as usize);
-    // In two chunks of 12 samples (384 bytes of stack, for microcontrollers): the nine
+    if !math::SIMD_UNITS {
+        // Without vector units, each sample straight from its eight corners: the two passes
+        // below would only store and reload them.
+        for l in 0..24 {
+            let centre = ys[l] as usize * stride + xs[l] as usize;
+            let [right, left, lower, upper] = half_boxes(corners_at(t, centre, h_rows, h_cols));
+            hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
+            hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
+        }
+        return;
+    }
+    // In two chunks of 12 samples (384 bytes of stack): the nine
     // corners of each sample, rows y - h, y, y + h by columns x - h, x, x + h, then the box
     // arithmetic over the chunk.
     for chunk in 0..24 / ROW_CHUNK {
         let samples = chunk * ROW_CHUNK..(chunk + 1) * ROW_CHUNK;
         for (l, (&x, &y)) in xs[samples.clone()].iter().zip(&ys[samples]).enumerate() {
             let centre = y as usize * stride + x as usize;
-            let (top, bottom) = (centre - h_rows, centre + h_rows);
-            let row_corners = [
-                t[top - h_cols],
-                t[top],
-                t[top + h_cols],
-                t[centre - h_cols],
-                t[centre + h_cols],
-                t[bottom - h_cols],
-                t[bottom],
-                t[bottom + h_cols],
-            ];
+            let row_corners = corners_at(t, centre, h_rows, h_cols);
             for (k, &v) in row_corners.iter().enumerate() {
                 corners[k][l] = v;
             }
@@ -399,6 +421,24 @@ fn haar_row(
             hy[chunk * ROW_CHUNK + l] = (lower as i32).wrapping_sub(upper as i32) as f32;
         }
     }
+}
+
+/// The eight table corners of a Haar pair centred at table index `centre` (the centre itself
+/// unused), `h_rows` and `h_cols` the half size in table rows and columns: rows above, at and
+/// below by columns left, at and right, as [`half_boxes`] takes them.
+#[inline(always)]
+fn corners_at(t: &[u32], centre: usize, h_rows: usize, h_cols: usize) -> [u32; 8] {
+    let (top, bottom) = (centre - h_rows, centre + h_rows);
+    [
+        t[top - h_cols],
+        t[top],
+        t[top + h_cols],
+        t[centre - h_cols],
+        t[centre + h_cols],
+        t[bottom - h_cols],
+        t[bottom],
+        t[bottom + h_cols],
+    ]
 }
 
 /// Whether Haar size `s` can take [`haar_row`]'s table path: even, at least 2, and a half

@@ -172,7 +172,7 @@ pub(super) fn assign_orientation_inlined(ii: &IntegralImage, kp: &mut Keypoint) 
     let mut best = 0f32;
     let mut winner = (0f32, 0f32);
     for k in 0..BINS {
-        let (x, y) = (sum_x as f32, sum_y as f32);
+        let (x, y) = (math::i64_to_f32(sum_x), math::i64_to_f32(sum_y));
         let len = x * x + y * y;
         if len > best {
             best = len;
@@ -203,7 +203,7 @@ pub(super) fn orientation_bins_per_sample(
     for (&(i, j, _), &g) in ORIENTATION_GRID.iter().zip(&ORIENTATION_WEIGHT_BY_SAMPLE) {
         let (i, j) = (i32::from(i), i32::from(j));
         let (hx, hy) = haar_pair(ii, r + j * s, c + i * s, 4 * s);
-        let b = orientation_bin(angle(hx as f32, hy as f32));
+        let b = orientation_bin(angle(math::i64_to_f32(hx), math::i64_to_f32(hy)));
         bin_x[b] += g * hx;
         bin_y[b] += g * hy;
     }

@@ -1,13 +1,44 @@
-//! The fixed-point formats and the integer functions of the fixed-point path: exact `f32`
-//! conversions, rounding, CORDIC `atan2` and `sincos`, `exp` and integer square root, with the
-//! `const` tables they use. Re-exported by [`crate::fixed`].
+//! The fixed-point formats (types of the `fixed` crate) and the integer functions of the
+//! fixed-point path: exact `f32` conversions, rounding, CORDIC `atan2` and `sincos`, `exp` and
+//! integer square root, with the `const` tables they use. Re-exported by [`crate::fixed`].
 
-/// Fractional bits of a fixed-point Hessian response.
-pub const RESPONSE_FRAC: u32 = 29;
-/// Fractional bits of fixed-point positions, scales and angles.
-pub const POS_FRAC: u32 = 16;
-/// Fractional bits of fixed-point sines and cosines.
-pub const TRIG_FRAC: u32 = 30;
+use fixed::types::extra::{U16, U28, U29, U30};
+use fixed::types::{U8F24, U16F16};
+use fixed::{FixedI32, FixedI64};
+
+/// A Hessian response: Q29 in 32 bits (OpenSURF units; below 0.5 in magnitude for every box
+/// filter, so two bits of headroom).
+pub type Response = FixedI32<U29>;
+/// A position, scale or angle (radians): Q16 in 64 bits.
+pub type Position = FixedI64<U16>;
+/// A sine or cosine: Q30 in 64 bits.
+pub type Unit = FixedI64<U30>;
+/// A weight in `[0, 1]` (Gaussian weights, `exp(-x)`) or an argument of [`exp_neg`]: unsigned
+/// Q16.
+pub type Weight = U16F16;
+
+/// Fractional bits of a fixed-point Hessian response ([`Response`]).
+pub const RESPONSE_FRAC: u32 = Response::FRAC_NBITS;
+/// Fractional bits of fixed-point positions, scales and angles ([`Position`]).
+pub const POS_FRAC: u32 = Position::FRAC_NBITS;
+/// Fractional bits of fixed-point sines and cosines ([`Unit`]).
+pub const TRIG_FRAC: u32 = Unit::FRAC_NBITS;
+
+/// `v` as a [`Position`] (round half away from zero, saturating; NaN gives 0), from the bits
+/// of the `f32` with integer operations only.
+pub fn position_from_f32(v: f32) -> Position {
+    Position::from_bits(fixed_from_f32(v, POS_FRAC))
+}
+
+/// `p` as the nearest `f32` (exact below `2^8`), built from its bits.
+pub fn position_to_f32(p: Position) -> f32 {
+    f32_from_fixed(p.to_bits(), POS_FRAC)
+}
+
+/// `p` rounded to the nearest integer, ties away from zero, as an `i32` (wrapping, as `as`).
+pub fn round_position(p: Position) -> i32 {
+    p.wrapping_round().wrapping_to_num::<i32>()
+}
 
 /// `value * 2^-frac` as the nearest `f32` (ties to even), built from its bits with integer
 /// operations only. `frac <= 62`; the result is exact whenever `|value| < 2^24`.
@@ -146,43 +177,50 @@ const fn const_sqrt(x: f64) -> f64 {
     r
 }
 
-/// Fractional bits of the CORDIC angle accumulator.
-const CORDIC_FRAC: u32 = 28;
-/// CORDIC iterations (the last angle step is below one unit of [`POS_FRAC`]).
+/// The CORDIC angle accumulator: Q28 in 32 bits (`|angle| < 5` throughout).
+type CordicAngle = FixedI32<U28>;
+/// CORDIC iterations (the last angle step is below one unit of [`Position`]).
 const CORDIC_STEPS: usize = 26;
-/// `atan(2^-i)` in Q28.
-const CORDIC_ANGLES: [i32; CORDIC_STEPS] = {
-    let mut table = [0i32; CORDIC_STEPS];
+/// `atan(2^-i)`.
+const CORDIC_ANGLES: [CordicAngle; CORDIC_STEPS] = {
+    let mut table = [CordicAngle::ZERO; CORDIC_STEPS];
     let mut i = 0;
     while i < CORDIC_STEPS {
         let t = const_atan(1.0 / (1u64 << i) as f64);
-        table[i] = (t * (1u64 << CORDIC_FRAC) as f64 + 0.5) as i32;
+        let scale = (1u64 << CordicAngle::FRAC_NBITS) as f64;
+        table[i] = CordicAngle::from_bits((t * scale + 0.5) as i32);
         i += 1;
     }
     table
 };
-/// `1 / prod sqrt(1 + 2^-2i)` (the CORDIC gain's inverse) in Q30.
-const CORDIC_INV_GAIN: i64 = {
+/// `1 / prod sqrt(1 + 2^-2i)` (the CORDIC gain's inverse).
+const CORDIC_INV_GAIN: Unit = {
     let mut gain = 1.0;
     let mut i = 0;
     while i < CORDIC_STEPS {
         gain *= const_sqrt(1.0 + 1.0 / ((1u64 << (2 * i)) as f64));
         i += 1;
     }
-    ((1u64 << TRIG_FRAC) as f64 / gain + 0.5) as i64
+    Unit::from_bits(((1u64 << TRIG_FRAC) as f64 / gain + 0.5) as i64)
 };
-/// pi in Q28.
-const PI_Q28: i64 = 843_314_857; // round(pi * 2^28)
-/// pi in Q16.
-pub const PI_Q16: i64 = 205_887; // round(pi * 2^16)
-/// 2 pi in Q16.
-pub const TWO_PI_Q16: i64 = 411_775; // round(2 pi * 2^16)
+/// pi in Q28, `round(pi * 2^28)`.
+const PI_Q28: i64 = 843_314_857;
+/// pi as a CORDIC angle.
+const CORDIC_PI: CordicAngle = CordicAngle::from_bits(PI_Q28 as i32);
+/// pi as a [`Position`], `round(pi * 2^16)`.
+pub const PI: Position = Position::from_bits(205_887);
+/// 2 pi as a [`Position`], `round(2 pi * 2^16)`.
+pub const TWO_PI: Position = Position::from_bits(411_775);
+/// The bits of [`PI`].
+pub const PI_Q16: i64 = PI.to_bits();
+/// The bits of [`TWO_PI`].
+pub const TWO_PI_Q16: i64 = TWO_PI.to_bits();
 
-/// `atan2(y, x)` in `[0, 2 pi)` as Q16 radians, by CORDIC vectoring (32-bit shifts and adds:
-/// single instructions on a Cortex-M0); `(0, 0)` gives 0. Accurate to about 1e-4 rad.
-pub fn atan2_q16(y: i64, x: i64) -> i64 {
+/// `atan2(y, x)` in `[0, 2 pi)`, by CORDIC vectoring (32-bit shifts and adds: single
+/// instructions on a Cortex-M0); `(0, 0)` gives 0. Accurate to about 1e-4 rad.
+pub fn atan2(y: i64, x: i64) -> Position {
     if x == 0 && y == 0 {
-        return 0;
+        return Position::ZERO;
     }
     // Scale to about 2^28 (up or down): ~28 significant bits, and the CORDIC gain (1.65) times
     // sqrt(2) keeps every intermediate below 2^31.
@@ -195,12 +233,12 @@ pub fn atan2_q16(y: i64, x: i64) -> i64 {
     };
     let (mut x, mut y) = (x as i32, y as i32);
     // Rotate into the right half-plane: angle += pi for x < 0. |z| stays below
-    // (pi + 1.75) 2^28 < 2^31.
-    let mut z = 0i32;
+    // (pi + 1.75) < 5.
+    let mut z = CordicAngle::ZERO;
     if x < 0 {
         x = -x;
         y = -y;
-        z = PI_Q28 as i32;
+        z = CORDIC_PI;
     }
     for (i, &step) in CORDIC_ANGLES.iter().enumerate() {
         let (xs, ys) = (x >> i, y >> i);
@@ -214,22 +252,30 @@ pub fn atan2_q16(y: i64, x: i64) -> i64 {
             z -= step;
         }
     }
-    let mut angle = round_fixed(i64::from(z), CORDIC_FRAC - POS_FRAC);
+    // To Q16, half away from zero: the magnitude plus half a unit of Q16, truncated.
+    let half = CordicAngle::from_bits(1 << (CordicAngle::FRAC_NBITS - POS_FRAC - 1));
+    let magnitude = Position::from_num(z.abs() + half);
+    let mut angle = if z < 0 { -magnitude } else { magnitude };
     if angle < 0 {
-        angle += TWO_PI_Q16;
+        angle += TWO_PI;
     }
-    if angle >= TWO_PI_Q16 {
-        angle -= TWO_PI_Q16;
+    if angle >= TWO_PI {
+        angle -= TWO_PI;
     }
     angle
 }
 
-/// `(cos a, sin a)` of a Q16 angle, in Q30, by CORDIC rotation. Accurate to about 1e-8.
-pub fn sincos_q30(angle_q16: i64) -> (i64, i64) {
+/// The bits of [`atan2`] (Q16 radians).
+pub fn atan2_q16(y: i64, x: i64) -> i64 {
+    atan2(y, x).to_bits()
+}
+
+/// `(cos a, sin a)` by CORDIC rotation. Accurate to about 1e-8.
+pub fn sincos(angle: Position) -> (Unit, Unit) {
     // Reduce to [-pi, pi) (in Q28, where 2 pi is more exact), then to [-pi/2, pi/2] with a sign
     // flip.
     let two_pi = i128::from(2 * PI_Q28);
-    let z = i128::from(angle_q16) << (CORDIC_FRAC - POS_FRAC);
+    let z = i128::from(angle.to_bits()) << (CordicAngle::FRAC_NBITS - POS_FRAC);
     let mut z = ((z % two_pi + two_pi) % two_pi) as i64;
     if z >= PI_Q28 {
         z -= 2 * PI_Q28;
@@ -242,10 +288,10 @@ pub fn sincos_q30(angle_q16: i64) -> (i64, i64) {
         z += PI_Q28;
         flip = true;
     }
-    let (mut x, mut y) = (CORDIC_INV_GAIN, 0i64);
+    let (mut x, mut y) = (CORDIC_INV_GAIN, Unit::ZERO);
     for (i, &step) in CORDIC_ANGLES.iter().enumerate() {
         let (xs, ys) = (x >> i, y >> i);
-        let step = i64::from(step);
+        let step = i64::from(step.to_bits());
         if z >= 0 {
             x -= ys;
             y += xs;
@@ -259,40 +305,52 @@ pub fn sincos_q30(angle_q16: i64) -> (i64, i64) {
     if flip { (-x, -y) } else { (x, y) }
 }
 
-/// `exp(-x)` for `x >= 0` in Q16, result in Q16 (`exp(-x) = 2^-(x log2 e)`: the integer part of
-/// the exponent is a shift, the fraction a 64-entry table with linear interpolation, in 32-bit
-/// arithmetic but for one 32x32-bit product). Absolute error below 3e-5; 0 beyond `x = 40`.
-pub fn exp_neg_q16(x_q16: u32) -> u32 {
-    if x_q16 == 0 {
-        return 1 << 16;
-    }
-    if x_q16 >= 40 << 16 {
-        return 0;
-    }
-    // log2(e) in Q16.
-    const LOG2E_Q16: u64 = 94_548;
-    let y = ((u64::from(x_q16) * LOG2E_Q16) >> 16) as u32; // Q16 exponent of two
-    let whole = y >> 16;
-    if whole >= 24 {
-        return 0; // below 2^-24
-    }
-    let frac = y & 0xffff;
-    let index = (frac >> 10) as usize; // 64 intervals
-    let within = frac & 0x3ff;
-    let (a, b) = (EXP2_NEG_Q24[index], EXP2_NEG_Q24[index + 1]);
-    // Neighbouring entries differ by less than 2^18, so the product fits 32 bits.
-    let value = a - (((a - b) * within) >> 10); // Q24
-    (value >> whole) >> 8
+/// The bits of [`sincos`] of a Q16 angle: `(cos, sin)` in Q30.
+pub fn sincos_q30(angle_q16: i64) -> (i64, i64) {
+    let (c, s) = sincos(Position::from_bits(angle_q16));
+    (c.to_bits(), s.to_bits())
 }
 
-/// `2^(-i/64)` for `i = 0..=64`, in Q24.
-const EXP2_NEG_Q24: [u32; 65] = {
-    let mut table = [0u32; 65];
+/// `exp(-x)` for `x >= 0` (`exp(-x) = 2^-(x log2 e)`: the integer part of the exponent is a
+/// shift, the fraction a 64-entry table with linear interpolation, in 32-bit arithmetic but
+/// for one 32x32-bit product). Absolute error below 3e-5; 0 beyond `x = 40`.
+pub fn exp_neg(x: Weight) -> Weight {
+    if x == 0 {
+        return Weight::ONE;
+    }
+    if x >= 40 {
+        return Weight::ZERO;
+    }
+    /// log2(e) in Q16.
+    const LOG2E: Weight = Weight::from_bits(94_548);
+    // The exponent of two; `x log2 e < 58`, so the product fits.
+    let y = x * LOG2E;
+    let whole = y.to_num::<u32>();
+    if whole >= 24 {
+        return Weight::ZERO; // below 2^-24
+    }
+    let frac = y.frac().to_bits();
+    let index = (frac >> 10) as usize; // 64 intervals
+    let within = frac & 0x3ff;
+    let (a, b) = (EXP2_NEG[index], EXP2_NEG[index + 1]);
+    // Neighbouring entries differ by less than 2^-6, so the product fits 32 bits.
+    let value = a - (((a - b) * within) >> 10);
+    Weight::from_num(value >> whole)
+}
+
+/// The bits of [`exp_neg`] of a Q16 argument, in Q16.
+pub fn exp_neg_q16(x_q16: u32) -> u32 {
+    exp_neg(Weight::from_bits(x_q16)).to_bits()
+}
+
+/// `2^(-i/64)` for `i = 0..=64`.
+const EXP2_NEG: [U8F24; 65] = {
+    let mut table = [U8F24::ZERO; 65];
     let mut i = 0;
     while i <= 64 {
         // 2^(-i/64) = exp(-ln2 i / 64)
         let v = const_exp(-core::f64::consts::LN_2 * i as f64 / 64.0);
-        table[i] = (v * (1u64 << 24) as f64 + 0.5) as u32;
+        table[i] = U8F24::from_bits((v * (1u64 << 24) as f64 + 0.5) as u32);
         i += 1;
     }
     table

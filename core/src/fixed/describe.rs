@@ -4,9 +4,11 @@
 //! rotation and the normalisation are fixed-point here, so the results are close to, not equal
 //! to, the `f32` path's (compared in the tests).
 
+use fixed::types::{I16F16, I17F15};
+
 use super::arith::{
-    POS_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, const_exp, f32_from_fixed, fixed_from_f32,
-    isqrt_u128, round_fixed, sincos_q30,
+    POS_FRAC, Position, TRIG_FRAC, TWO_PI, Unit, Weight, atan2, const_exp, isqrt_u128,
+    position_from_f32, position_to_f32, round_position, sincos,
 };
 use crate::describe::{DescribeError, describe_each};
 use crate::describe::{ORIENTATION_GRID, ORIENTATION_WEIGHT_BY_SAMPLE};
@@ -28,9 +30,9 @@ const WINDOW_BINS: usize = 7;
 /// land in the neighbouring bin of the `f32` path's). The angle of the longest window is
 /// computed in Q16 and stored exactly in the `f32` field.
 pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
-    let s = round_fixed(fixed_from_f32(kp.scale, POS_FRAC), POS_FRAC) as i32;
-    let r = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
-    let c = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
+    let s = round_position(position_from_f32(kp.scale));
+    let r = round_position(position_from_f32(kp.y));
+    let c = round_position(position_from_f32(kp.x));
     // Each sample is added to its bin as it is computed: no per-sample arrays on the stack.
     let mut bin_x = [0i64; BINS];
     let mut bin_y = [0i64; BINS];
@@ -40,9 +42,11 @@ pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
         let col = c.saturating_add(i.saturating_mul(s));
         let size = s.saturating_mul(4);
         let (hx, hy) = haar_pair(ii, row, col, size);
-        // The angle in [0, 2 pi) in Q16; its bin floor(a 42 / 2 pi), clamped.
-        let a = atan2_q16(hy, hx);
-        let b = ((a * BINS as i64) / TWO_PI_Q16).clamp(0, BINS as i64 - 1) as usize;
+        // The angle in [0, 2 pi); its bin floor(a 42 / 2 pi), clamped (an integer quotient of
+        // the two Q16 values).
+        let a = atan2(hy, hx);
+        let b = ((a * BINS as i64).to_bits() / TWO_PI.to_bits()).clamp(0, BINS as i64 - 1);
+        let b = b as usize;
         bin_x[b] += g * hx;
         bin_y[b] += g * hy;
     }
@@ -65,34 +69,33 @@ pub fn assign_orientation_fixed(ii: &IntegralImage, kp: &mut Keypoint) {
         sum_y += bin_y[entering] - bin_y[leaving];
     }
     let orientation = if best > 0 {
-        atan2_q16(best_sum.1, best_sum.0)
+        atan2(best_sum.1, best_sum.0)
     } else {
-        0
+        Position::ZERO
     };
-    kp.orientation = f32_from_fixed(orientation, POS_FRAC);
+    kp.orientation = position_to_f32(orientation);
 }
 
-/// Sub-region weights `exp(-((a + 0.5 - 2)^2 + (b + 0.5 - 2)^2) / 4.5)` (sigma 1.5) in Q16, by
+/// Sub-region weights `exp(-((a + 0.5 - 2)^2 + (b + 0.5 - 2)^2) / 4.5)` (sigma 1.5), by
 /// `|a + 0.5 - 2|` = 0.5 or 1.5 per axis: `[both 0.5, one 1.5, both 1.5]`.
-const SUBREGION_WEIGHT_Q16: [i64; 3] = [
-    (const_exp(-0.5 / 4.5) * 65536.0 + 0.5) as i64,
-    (const_exp(-2.5 / 4.5) * 65536.0 + 0.5) as i64,
-    (const_exp(-4.5 / 4.5) * 65536.0 + 0.5) as i64,
+const SUBREGION_WEIGHTS: [Weight; 3] = [
+    weight(const_exp(-0.5 / 4.5)),
+    weight(const_exp(-2.5 / 4.5)),
+    weight(const_exp(-4.5 / 4.5)),
 ];
+
+/// A compile-time `f64` in `[0, 1]` as the nearest [`Weight`] (ties up).
+const fn weight(v: f64) -> Weight {
+    Weight::from_bits((v * (1u64 << Weight::FRAC_NBITS) as f64 + 0.5) as u32)
+}
 
 /// The sub-region offsets `i` (and `j`): samples `i..i + 9`.
 const SUBREGION_START: [i32; 4] = [-12, -7, -2, 3];
 
-/// `round(x + a)` for an integer `x` and a Q16 offset `a` (half away from zero).
+/// `round(x + a)` for an integer `x` and an offset `a` (half away from zero).
 #[inline]
-fn offset_round(x: i32, a_q16: i32) -> i32 {
-    let half = 1 << (POS_FRAC - 1);
-    let whole = if a_q16 >= 0 {
-        (a_q16 + half) >> POS_FRAC
-    } else {
-        -((-a_q16 + half) >> POS_FRAC)
-    };
-    x + whole
+fn offset_round(x: i32, a: I16F16) -> i32 {
+    x + a.wrapping_round().wrapping_to_num::<i32>()
 }
 
 /// `a * b` for `|b| <= 2^16`: one 32-bit multiplication when `|a| < 2^15` (the common case:
@@ -116,24 +119,26 @@ fn mul_small(a: i64, b: i32) -> i64 {
 /// Q16 `i32` (`|12 s cos| < 2^28` for scales below 1000), rotation by Q15 sines and cosines,
 /// Gaussian weights in Q16 from a constant table (the `f32` path's sample weights), sums in `i64`.
 pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> DescriptorQ7 {
-    let x = round_fixed(fixed_from_f32(kp.x, POS_FRAC), POS_FRAC) as i32;
-    let y = round_fixed(fixed_from_f32(kp.y, POS_FRAC), POS_FRAC) as i32;
+    let x = round_position(position_from_f32(kp.x));
+    let y = round_position(position_from_f32(kp.y));
     // Scales of SURF keypoints are below 130 (octave 6); clamp so every product below fits.
-    let scale_q16 = fixed_from_f32(kp.scale, POS_FRAC).clamp(1, 1000 << POS_FRAC);
+    let scale =
+        position_from_f32(kp.scale).clamp(Position::DELTA, Position::from_bits(1000 << POS_FRAC));
     let (co, si) = if upright {
-        (1i64 << TRIG_FRAC, 0)
+        (Unit::ONE, Unit::ZERO)
     } else {
-        sincos_q30(fixed_from_f32(kp.orientation, POS_FRAC))
+        sincos(position_from_f32(kp.orientation))
     };
-    // Rotation in Q15.
+    // The rotation in Q15 (truncated), for 32-bit products with the responses.
     let (co15, si15) = (
-        (co >> (TRIG_FRAC - 15)) as i32,
-        (si >> (TRIG_FRAC - 15)) as i32,
+        I17F15::wrapping_from_num(co).to_bits(),
+        I17F15::wrapping_from_num(si).to_bits(),
     );
-    // scale * cos and scale * sin in Q16.
-    let sc = ((scale_q16 * co) >> TRIG_FRAC) as i32;
-    let ss = ((scale_q16 * si) >> TRIG_FRAC) as i32;
-    let haar_size = 2 * round_fixed(scale_q16, POS_FRAC) as i32;
+    // scale * cos and scale * sin (a position times the bits of a Q30 unit, back to Q16),
+    // in 32 bits.
+    let along = |unit: Unit| I16F16::wrapping_from_num((scale * unit.to_bits()) >> TRIG_FRAC);
+    let (sc, ss) = (along(co), along(si));
+    let haar_size = 2 * round_position(scale);
     // Per sub-region (dx, dy, |dx|, |dy|) in Q4 units of a Haar response.
     let mut sums = [[[0i64; 4]; 4]; 4];
     for kk in -12..12i32 {
@@ -141,8 +146,8 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
         let a_range = regions_of(kk);
         for l in -12..12i32 {
             let b_range = regions_of(l);
-            let px = offset_round(x, -l * ss + kk * sc);
-            let py = offset_round(y, l * sc + kk * ss);
+            let px = offset_round(x, ss * -l + sc * kk);
+            let py = offset_round(y, sc * l + ss * kk);
             let (rx, ry) = haar_pair(ii, py, px, haar_size);
             // Rotated into the keypoint frame (Q15 products, kept in Q4).
             let u = (mul_small(ry, co15) - mul_small(rx, si15)) >> 11;
@@ -150,7 +155,8 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
             for a in a_range.clone() {
                 for b in b_range.clone() {
                     let (p, q) = (kk - SUBREGION_START[a], l - SUBREGION_START[b]);
-                    let g = SAMPLE_WEIGHTS_Q16[p as usize][q as usize];
+                    // At most 1.0: the bits are below 2^16 + 1, an `i32`.
+                    let g = SAMPLE_WEIGHTS[p as usize][q as usize].to_bits() as i32;
                     let (gu, gv) = (mul_small(u, g) >> POS_FRAC, mul_small(v, g) >> POS_FRAC);
                     let acc = &mut sums[a][b];
                     acc[0] += gu;
@@ -166,7 +172,7 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
     for a in 0..4 {
         for b in 0..4 {
             let far = usize::from(a == 0 || a == 3) + usize::from(b == 0 || b == 3);
-            let w = SUBREGION_WEIGHT_Q16[far];
+            let w = i64::from(SUBREGION_WEIGHTS[far].to_bits());
             for (m, &sum) in sums[a][b].iter().enumerate() {
                 let value = (sum * w) >> POS_FRAC;
                 values[(a * 4 + b) * 4 + m] = value;
@@ -181,8 +187,14 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
     }
     for (q, &value) in out.iter_mut().zip(values.iter()) {
         // round(127 v / norm), half away from zero, clamped (|v| <= norm, so within +-127).
+        // The quotient is exact in any width that holds the operands: 32 bits where they fit
+        // (a 128-bit division is hundreds of instructions on a 32-bit part).
         let scaled = 127 * value.unsigned_abs() as u128;
-        let rounded = ((2 * scaled + norm as u128) / (2 * norm as u128)) as i64;
+        let (numerator, denominator) = (2 * scaled + norm as u128, 2 * norm as u128);
+        let rounded = match (u32::try_from(numerator), u32::try_from(denominator)) {
+            (Ok(n), Ok(d)) => i64::from(n / d),
+            _ => (numerator / denominator) as i64,
+        };
         let signed = if value < 0 { -rounded } else { rounded };
         *q = signed.clamp(-127, 127) as i8;
     }
@@ -190,16 +202,16 @@ pub fn describe_q7(ii: &IntegralImage, kp: &Keypoint, upright: bool) -> Descript
 }
 
 /// The `f32` path's sample weights ([`crate::describe::SAMPLE_WEIGHTS`]: the Gaussian of sigma
-/// 2.5 sample spacings around sample `(5, 5)` of a sub-region) in Q16,
-/// `round(exp(-((p - 5)^2 + (q - 5)^2) / 12.5) 2^16)`, evaluated by the compiler.
-const SAMPLE_WEIGHTS_Q16: [[i32; 9]; 9] = {
-    let mut table = [[0i32; 9]; 9];
+/// 2.5 sample spacings around sample `(5, 5)` of a sub-region),
+/// `exp(-((p - 5)^2 + (q - 5)^2) / 12.5)`, evaluated by the compiler.
+const SAMPLE_WEIGHTS: [[Weight; 9]; 9] = {
+    let mut table = [[Weight::ZERO; 9]; 9];
     let mut p = 0;
     while p < 9 {
         let mut q = 0;
         while q < 9 {
             let d2 = (p as i32 - 5) * (p as i32 - 5) + (q as i32 - 5) * (q as i32 - 5);
-            table[p][q] = (const_exp(-(d2 as f64) / 12.5) * 65536.0 + 0.5) as i32;
+            table[p][q] = weight(const_exp(-(d2 as f64) / 12.5));
             q += 1;
         }
         p += 1;
@@ -207,18 +219,45 @@ const SAMPLE_WEIGHTS_Q16: [[i32; 9]; 9] = {
     table
 };
 
-/// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k`.
+/// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k` (from a
+/// table for the window's `-12..12`; called twice per sample, and the search it replaces was a
+/// sixth of a descriptor on a Cortex-M0).
 #[inline]
 fn regions_of(k: i32) -> core::ops::Range<usize> {
+    match REGIONS_OF.get((k + 12) as usize) {
+        Some(&(first, end)) => usize::from(first)..usize::from(end),
+        None => regions_searched(k),
+    }
+}
+
+/// [`regions_searched`] of `k = -12..12`, `(first, end)`, evaluated by the compiler.
+const REGIONS_OF: [(u8, u8); 24] = {
+    let mut table = [(0u8, 0u8); 24];
+    let mut i = 0;
+    while i < 24 {
+        let range = regions_searched(i as i32 - 12);
+        table[i] = (range.start as u8, range.end as u8);
+        i += 1;
+    }
+    table
+};
+
+/// The sub-regions whose 9 samples include `k`, by search.
+const fn regions_searched(k: i32) -> core::ops::Range<usize> {
     let mut first = 4;
     let mut last = 0;
-    for (a, &start) in SUBREGION_START.iter().enumerate() {
+    let mut a = 0;
+    while a < SUBREGION_START.len() {
+        let start = SUBREGION_START[a];
         if start <= k && k < start + 9 {
-            first = first.min(a);
+            if a < first {
+                first = a;
+            }
             last = a + 1;
         }
+        a += 1;
     }
-    first..last.max(first)
+    first..if last > first { last } else { first }
 }
 
 /// Fixed-point counterpart of [`crate::describe::describe_all`]: assigns orientations (unless

@@ -9,10 +9,18 @@
 //! rest of the crate (ranking, matching) is shared.
 //!
 //! ## Formats
-//! - Hessian responses: `i32` with [`RESPONSE_FRAC`] = 29 fractional bits (OpenSURF units; every
-//!   response of a box filter is below 0.5 in magnitude, so there are 2 bits of headroom).
-//! - Positions, scales and angles (radians): `i32`/`i64` with [`POS_FRAC`] = 16 fractional bits.
-//! - Sines and cosines: [`TRIG_FRAC`] = 30 fractional bits.
+//! The `fixed` crate's types, so that each value carries its format:
+//! - Hessian responses: [`Response`], Q29 in 32 bits (OpenSURF units; every response of a box
+//!   filter is below 0.5 in magnitude, so there are 2 bits of headroom).
+//! - Positions, scales and angles (radians): [`Position`], Q16 in 64 bits.
+//! - Sines and cosines: [`Unit`], Q30 in 64 bits.
+//! - Gaussian weights: [`Weight`], unsigned Q16.
+//!
+//! The hot loops multiply a value by the bits of a weight or a sine (`fixed`'s multiplication
+//! by an integer, then a shift) rather than with `fixed`'s full multiplication of two 64-bit
+//! values, which takes a 128-bit product: on a Cortex-M0 that would be a library call per
+//! sample. The `_q16`/`_q30` functions give the bits of the typed ones, for callers that keep
+//! integers.
 //!
 //! The tables of this module (CORDIC angles, Gaussian weights) are computed by the compiler in
 //! `const` context (integer arithmetic, or `f64` evaluated at compile time), so no floating-point
@@ -22,8 +30,9 @@ pub(crate) mod arith;
 mod describe;
 
 pub use arith::{
-    PI_Q16, POS_FRAC, RESPONSE_FRAC, TRIG_FRAC, TWO_PI_Q16, atan2_q16, exp_neg_q16, f32_from_fixed,
-    fixed_from_f32, isqrt_u128, round_fixed, sincos_q30,
+    PI, PI_Q16, POS_FRAC, Position, RESPONSE_FRAC, Response, TRIG_FRAC, TWO_PI, TWO_PI_Q16, Unit,
+    Weight, atan2, atan2_q16, exp_neg, exp_neg_q16, f32_from_fixed, fixed_from_f32, isqrt_u128,
+    position_from_f32, position_to_f32, round_fixed, round_position, sincos, sincos_q30,
 };
 pub use describe::{assign_orientation_fixed, describe_all_q7, describe_q7};
 

@@ -9,6 +9,7 @@ use super::config::SurfConfig;
 use super::decide::{Refinement, SampleSite, laplacian_at, refine_candidate};
 use super::fixed::{FixedCube, fill_fixed, fixed_threshold, refine_fixed};
 use super::response::{PortableBoxSums, fill_f32_bits};
+use crate::fixed::arith::Response;
 use crate::integral::IntegralImage;
 
 mod sealed {
@@ -82,25 +83,25 @@ impl Arithmetic for Float {
 }
 
 impl Arithmetic for FixedPoint {
-    type Value = i32;
+    type Value = Response;
     fn fill(ii: &IntegralImage, config: &SurfConfig, octave: u32, maps: &mut [u32]) {
         fill_fixed(ii, config, octave, 0..usize::MAX, maps);
     }
     #[inline(always)]
-    fn value(word: u32) -> i32 {
-        word as i32
+    fn value(word: u32) -> Response {
+        Response::from_bits(word as i32)
     }
-    fn threshold(config: &SurfConfig) -> i32 {
+    fn threshold(config: &SurfConfig) -> Response {
         fixed_threshold(config)
     }
     #[inline(always)]
-    fn reaches(v: i32, threshold: i32) -> bool {
+    fn reaches(v: Response, threshold: Response) -> bool {
         v >= threshold
     }
     fn decide(
         ii: &IntegralImage,
         config: &SurfConfig,
-        threshold: i32,
+        threshold: Response,
         site: SampleSite,
         cube: &FixedCube,
     ) -> Refinement {

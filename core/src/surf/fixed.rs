@@ -15,12 +15,15 @@ use super::config::{INTERVALS, MAX_OCTAVES, SurfConfig};
 use super::decide::{Refinement, SampleSite, strict_maximum};
 use super::geometry::{filter_size, grid_size, sample_step};
 use super::response::Filter;
-use crate::fixed::arith::{POS_FRAC, RESPONSE_FRAC, f32_from_fixed, fixed_from_f32};
+use crate::fixed::arith::{
+    POS_FRAC, Position, RESPONSE_FRAC, Response, f32_from_fixed, fixed_from_f32, position_to_f32,
+};
 use crate::integral::IntegralImage;
 use crate::keypoint::Keypoint;
+use crate::math;
 
-/// A fixed-point response cube: `cube[ds][dy][dx]` as in [`super::ResponseCube`], in Q29.
-pub(crate) type FixedCube = [[[i32; 3]; 3]; 3];
+/// A fixed-point response cube: `cube[ds][dy][dx]` as in [`super::ResponseCube`].
+pub(crate) type FixedCube = [[[Response; 3]; 3]; 3];
 
 /// Per-filter constants of the fixed-point response (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +77,7 @@ pub(crate) const FIXED_NORMS: [[FixedNorm; INTERVALS as usize]; MAX_OCTAVES as u
     t
 };
 
-/// The fixed-point response (Q29) and Laplacian sign of `filter` at pixel `(row, col)`.
+/// The fixed-point response and Laplacian sign of `filter` at pixel `(row, col)`.
 #[inline(always)]
 pub(crate) fn response_fixed(
     filter: &Filter,
@@ -82,19 +85,21 @@ pub(crate) fn response_fixed(
     ii: &IntegralImage,
     row: i32,
     col: i32,
-) -> (i32, i8) {
-    let (dxx, dyy, dxy) = filter.terms(ii, row, col);
-    let det = 100 * dxx * dyy - 81 * dxy * dxy;
-    let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
-    let value = ((det >> norm.pre) * norm.mult) >> norm.post;
+) -> (Response, i8) {
+    let (det, laplacian) = filter.det(ii, row, col);
+    // The integer `(det >> pre) * mult >> post` is the response's Q29 bits (the norm's
+    // exponent varies per filter, so it is no fixed type of its own). `det >> pre` keeps 31
+    // bits and `mult <= 2^30`: one 32x32-bit product.
+    let value = math::mul_wide((det >> norm.pre) as i32, norm.mult as i32) >> norm.post;
     (
-        value.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+        Response::from_bits(value.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32),
         laplacian,
     )
 }
 
-/// The fixed-point response (Q29) and Laplacian sign of filter `interval` of `octave` at pixel
-/// `(row, col)` (boxes clipped to the image); `(0, 1)` for an octave or interval out of range.
+/// The fixed-point response (Q29 bits) and Laplacian sign of filter `interval` of `octave` at
+/// pixel `(row, col)` (boxes clipped to the image); `(0, 1)` for an octave or interval out of
+/// range.
 #[cfg(test)]
 pub(crate) fn response_fixed_at(
     ii: &IntegralImage,
@@ -110,12 +115,15 @@ pub(crate) fn response_fixed_at(
         return (0, 1);
     };
     let filter = Filter::octave(octave, interval, ii.width() + 1);
-    response_fixed(&filter, norm, ii, row, col)
+    let (response, laplacian) = response_fixed(&filter, norm, ii, row, col);
+    (response.to_bits(), laplacian)
 }
 
-/// The threshold of `config` in Q29 (integer conversion of the `f32`'s bits).
-pub(crate) fn fixed_threshold(config: &SurfConfig) -> i32 {
-    fixed_from_f32(config.threshold, RESPONSE_FRAC).clamp(0, i64::from(i32::MAX)) as i32
+/// The threshold of `config` as a [`Response`] (integer conversion of the `f32`'s bits,
+/// clamped to `[0, Response::MAX]`).
+pub(crate) fn fixed_threshold(config: &SurfConfig) -> Response {
+    let bits = fixed_from_f32(config.threshold, RESPONSE_FRAC).clamp(0, i64::from(i32::MAX));
+    Response::from_bits(bits as i32)
 }
 
 /// The fixed-point detection decision: threshold, strict maximum over the 26 neighbours, then
@@ -123,7 +131,7 @@ pub(crate) fn fixed_threshold(config: &SurfConfig) -> i32 {
 /// responses; `threshold` is [`fixed_threshold`].
 pub(crate) fn refine_fixed(
     config: &SurfConfig,
-    threshold: i32,
+    threshold: Response,
     site: SampleSite,
     cube: &FixedCube,
     laplacian: i8,
@@ -138,24 +146,24 @@ pub(crate) fn refine_fixed(
     let Some((ox, oy, os)) = newton_fixed(cube) else {
         return Refinement::Unstable;
     };
-    const HALF: i64 = 1 << (POS_FRAC - 1);
-    if !(ox.abs() < HALF && oy.abs() < HALF && os.abs() < HALF) {
+    let half = Position::from_bits(1 << (POS_FRAC - 1));
+    if !(ox.abs() < half && oy.abs() < half && os.abs() < half) {
         return Refinement::Unstable;
     }
     let (o, i) = (u32::from(site.octave), u32::from(site.interval));
     let step = i64::from(sample_step(config, o));
     let size = i64::from(filter_size(o, i));
     let size_step = size - i64::from(filter_size(o, i.saturating_sub(1)));
-    let x = ((i64::from(site.sx) << POS_FRAC) + ox) * step;
-    let y = ((i64::from(site.sy) << POS_FRAC) + oy) * step;
+    let x = (Position::from_num(site.sx) + ox) * step;
+    let y = (Position::from_num(site.sy) + oy) * step;
     // 0.1333 (L + os dL), with 0.1333 as the exact fraction 1333 / 10000.
-    let scale = ((size << POS_FRAC) + os * size_step) * 1333 / 10_000;
+    let scale = (Position::from_num(size) + os * size_step) * 1333 / 10_000;
     Refinement::Keypoint(Keypoint {
-        x: f32_from_fixed(x, POS_FRAC),
-        y: f32_from_fixed(y, POS_FRAC),
-        scale: f32_from_fixed(scale, POS_FRAC),
+        x: position_to_f32(x),
+        y: position_to_f32(y),
+        scale: position_to_f32(scale),
         orientation: f32::from_bits(0),
-        response: f32_from_fixed(i64::from(v), RESPONSE_FRAC),
+        response: f32_from_fixed(i64::from(v.to_bits()), RESPONSE_FRAC),
         laplacian,
         octave: site.octave,
         interval: site.interval,
@@ -164,17 +172,19 @@ pub(crate) fn refine_fixed(
     })
 }
 
-/// `-H^-1 d` of the cube as Q16 offsets, or `None` when `H` is singular.
-fn newton_fixed(c: &FixedCube) -> Option<(i64, i64, i64)> {
+/// `-H^-1 d` of the cube (offsets in samples and intervals), or `None` when `H` is singular.
+fn newton_fixed(c: &FixedCube) -> Option<(Position, Position, Position)> {
+    // The offset does not depend on a common scale of the cube: the responses' bits as
+    // integers, shifted down to 11 significant bits.
     let largest = c
         .iter()
         .flatten()
         .flatten()
-        .map(|v| i64::from(*v).unsigned_abs())
+        .map(|v| i64::from(v.to_bits()).unsigned_abs())
         .max()
         .unwrap_or(0);
     let shift = (64 - largest.leading_zeros()).saturating_sub(11);
-    let g = |s: usize, y: usize, x: usize| i64::from(c[s][y][x]) >> shift;
+    let g = |s: usize, y: usize, x: usize| i64::from(c[s][y][x].to_bits()) >> shift;
     let v = g(1, 1, 1);
     // Twice the gradient and four times the Hessian: all exact integers.
     let dx = g(1, 1, 2) - g(1, 1, 0);
@@ -196,8 +206,9 @@ fn newton_fixed(c: &FixedCube) -> Option<(i64, i64, i64)> {
     if det == 0 {
         return None;
     }
-    // H = (4H) / 4 and d = (2d) / 2, so -H^-1 d = -2 adj(4H) (2d) / det(4H).
-    let offset = |a: i64, b: i64, c: i64| -((2 * (a * dx + b * dy + c * ds)) << POS_FRAC) / det;
+    // H = (4H) / 4 and d = (2d) / 2, so -H^-1 d = -2 adj(4H) (2d) / det(4H): the integer
+    // numerator as a position, divided by the integer determinant.
+    let offset = |a: i64, b: i64, c: i64| -Position::from_num(2 * (a * dx + b * dy + c * ds)) / det;
     Some((
         offset(a00, a01, a02),
         offset(a01, a11, a12),
@@ -229,7 +240,7 @@ pub(crate) fn fill_fixed(
         for (sx, words) in row.chunks_exact_mut(4).enumerate() {
             let (r, c) = (sy as i32 * step, sx as i32 * step);
             for ((word, filter), norm) in words.iter_mut().zip(&filters).zip(&norms) {
-                *word = response_fixed(filter, norm, ii, r, c).0 as u32;
+                *word = response_fixed(filter, norm, ii, r, c).0.to_bits() as u32;
             }
         }
     }

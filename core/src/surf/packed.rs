@@ -75,6 +75,43 @@ impl PackedCodeTable {
         self.thresholds.partition_point(|&t| response >= t) as u8
     }
 
+    /// The smallest integer determinant `d` whose response `response(d)` has a code above 0,
+    /// `i64::MAX` when there is none, for a `response` that does not decrease as `d` grows
+    /// (`d as f32` times a norm `>= 0`, one `f32` multiply): every determinant below it has
+    /// code 0, so a fill can skip the response of most samples. Found by bisection, started
+    /// around `T[1] / norm` (a few dozen evaluations per filter).
+    pub(crate) fn det_cutoff(&self, response: impl Fn(i64) -> f32) -> i64 {
+        // `>= T[1]`, false for NaN: the test of `code` for a code above 0.
+        let coded = |d: i64| response(d) >= self.thresholds[0];
+        if coded(i64::MIN) {
+            return i64::MIN;
+        }
+        if !coded(i64::MAX) {
+            return i64::MAX;
+        }
+        // Invariant: !coded(lo), coded(hi). A bracket around the estimate `T[1] / response(1)`
+        // (within a few f32 roundings of the cutoff) when it holds, else the whole range.
+        let estimate = self.thresholds[0] / response(1);
+        let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+        if estimate.is_finite() && estimate.abs() < 4.0e18 {
+            let centre = estimate as i64;
+            let margin = (centre.unsigned_abs() >> 16) as i64 + 2;
+            let (below, above) = (centre.saturating_sub(margin), centre.saturating_add(margin));
+            if !coded(below) && coded(above) {
+                (lo, hi) = (below, above);
+            }
+        }
+        while hi.abs_diff(lo) > 1 {
+            let mid = lo + (hi.abs_diff(lo) / 2) as i64;
+            if coded(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
     /// The thresholds, `[T[1], ..., T[127]]`.
     pub fn as_slice(&self) -> &[f32; CODES] {
         &self.thresholds

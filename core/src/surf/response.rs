@@ -7,6 +7,7 @@ use super::packed::{PackedCodeTable, pack_byte};
 use core::ops::Range;
 
 use crate::integral::IntegralImage;
+use crate::math;
 
 /// `255^2`: responses are in OpenSURF units, i.e. on intensities scaled to `[0, 1]`.
 const INTENSITY_SQ: f64 = 65025.0;
@@ -56,6 +57,11 @@ fn norm_of(size: u32) -> f32 {
     }
     response_norm(size)
 }
+
+/// Largest filter size whose box sums and `Dxx`, `Dyy`, `Dxy` are below `2^31` in magnitude
+/// for every 8-bit image: the largest of the detector (octave 5, interval 3). The biggest box
+/// is `(2 l - 1) x L` pixels, `255 * 513 * 771 ~ 1.0e8`.
+const MAX_I32_TERMS_SIZE: i32 = 771;
 
 /// The eight boxes of one filter size and their integral-table offsets.
 #[derive(Debug, Clone, Copy)]
@@ -124,45 +130,124 @@ impl Filter {
     /// The exact integer terms `(Dxx, Dyy, Dxy)` at pixel `(row, col)`.
     #[inline(always)]
     pub(crate) fn terms(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i64, i64) {
-        let mut s = [0i64; 8];
         let (w, h) = (ii.width() as i64, ii.height() as i64);
         let (r, c, b) = (i64::from(row), i64::from(col), i64::from(self.half));
-        if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
+        let t = ii.table();
+        // The arrays below are written out element by element through `#[inline(always)]`
+        // helpers: zeroed and filled in place, mapped by value or built by a closure, they were
+        // a `memset`, a `memcpy` or eight calls per response in a size-optimised build.
+        let s: [u32; 8] = if r - b >= 0 && r + b < h && c - b >= 0 && c + b < w {
             // Fast path: the whole footprint is inside, no clamping. Every index below is in the
             // table: the rows touched are r - b ..= r + b + 1 <= height, likewise the columns.
-            let t = ii.table();
             let p = (r * (w + 1) + c) as isize;
-            for (sum, o) in s.iter_mut().zip(self.offsets.iter()) {
-                let v = t[(p + o[3]) as usize]
-                    .wrapping_sub(t[(p + o[1]) as usize])
-                    .wrapping_sub(t[(p + o[2]) as usize])
-                    .wrapping_add(t[(p + o[0]) as usize]);
-                *sum = i64::from(v);
-            }
+            let o = &self.offsets;
+            [
+                corner_box(t, p, &o[0]),
+                corner_box(t, p, &o[1]),
+                corner_box(t, p, &o[2]),
+                corner_box(t, p, &o[3]),
+                corner_box(t, p, &o[4]),
+                corner_box(t, p, &o[5]),
+                corner_box(t, p, &o[6]),
+                corner_box(t, p, &o[7]),
+            ]
+        } else if self.size >= 3 {
+            // Every box is at least one row and column (`l >= 1`), so a clipped box is the four
+            // corners with their rows and columns clamped to the table, as
+            // `IntegralImage::box_sum` takes them (a box clipped to nothing gives 0 both ways).
+            let q = Self::rects_of(self.size);
+            [
+                clipped_box(ii, row, col, &q[0]),
+                clipped_box(ii, row, col, &q[1]),
+                clipped_box(ii, row, col, &q[2]),
+                clipped_box(ii, row, col, &q[3]),
+                clipped_box(ii, row, col, &q[4]),
+                clipped_box(ii, row, col, &q[5]),
+                clipped_box(ii, row, col, &q[6]),
+                clipped_box(ii, row, col, &q[7]),
+            ]
         } else {
-            for (sum, q) in s.iter_mut().zip(Self::rects_of(self.size).iter()) {
-                *sum = i64::from(ii.box_sum(
+            Self::rects_of(self.size).map(|q| {
+                ii.box_sum(
                     row.saturating_add(q[0]),
                     col.saturating_add(q[1]),
                     q[2],
                     q[3],
-                ));
-            }
+                )
+            })
+        };
+        if self.size <= MAX_I32_TERMS_SIZE {
+            // Every box sum and term is below 2^31 in magnitude: `i32` arithmetic, wrapping or
+            // not, gives the exact values, and the products below become 32x32-bit multiplies.
+            let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3)) as i32;
+            let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3)) as i32;
+            let dxy = s[4]
+                .wrapping_add(s[5])
+                .wrapping_sub(s[6])
+                .wrapping_sub(s[7]) as i32;
+            return (i64::from(dxx), i64::from(dyy), i64::from(dxy));
         }
-        (s[0] - 3 * s[1], s[2] - 3 * s[3], s[4] + s[5] - s[6] - s[7])
+        let v = |k: usize| i64::from(s[k]);
+        (v(0) - 3 * v(1), v(2) - 3 * v(3), v(4) + v(5) - v(6) - v(7))
+    }
+
+    /// The exact determinant `100 Dxx Dyy - 81 Dxy^2` and the Laplacian sign at pixel
+    /// `(row, col)`.
+    #[inline(always)]
+    pub(crate) fn det(&self, ii: &IntegralImage, row: i32, col: i32) -> (i64, i8) {
+        let (dxx, dyy, dxy) = self.terms(ii, row, col);
+        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
+        if self.size <= MAX_I32_TERMS_SIZE {
+            // |Dxx|, |Dyy| <= 3 * 255 (2 l - 1) l and |Dxy| <= 2 * 255 l^2 (l = L / 3 <= 257):
+            // 10 Dxx, 10 Dyy and 9 Dxy are below 1.1e9 < 2^31, so the determinant is two
+            // 32x32-bit products, `(10 Dxx)(10 Dyy) - (9 Dxy)^2`, with no 64-bit multiply.
+            let (dxx, dyy, dxy) = (dxx as i32, dyy as i32, dxy as i32);
+            let det = math::mul_wide(10 * dxx, 10 * dyy) - math::mul_wide(9 * dxy, 9 * dxy);
+            return (det, laplacian);
+        }
+        // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
+        // 100 Dxx Dyy < 1.1e18 < i64::MAX.
+        (100 * dxx * dyy - 81 * dxy * dxy, laplacian)
+    }
+
+    /// The response of determinant `det`: `det as f32` times the norm, one `f32` multiply (the
+    /// kernels do the same).
+    #[inline(always)]
+    pub(crate) fn scale(&self, det: i64) -> f32 {
+        math::i64_to_f32(det) * self.norm
     }
 
     /// The bit-exact response and the Laplacian sign at pixel `(row, col)`.
     #[inline(always)]
     pub(crate) fn response(&self, ii: &IntegralImage, row: i32, col: i32) -> (f32, i8) {
-        let (dxx, dyy, dxy) = self.terms(ii, row, col);
-        // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
-        // 100 Dxx Dyy < 1.1e18 < i64::MAX.
-        let det = 100 * dxx * dyy - 81 * dxy * dxy;
-        let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
-        // `as f32` rounds to nearest even; one f32 multiply: the kernels do the same.
-        ((det as f32) * self.norm, laplacian)
+        let (det, laplacian) = self.det(ii, row, col);
+        (self.scale(det), laplacian)
     }
+}
+
+/// The box whose table corners lie at offsets `o` (see [`Filter::offsets`]) from index `p`.
+#[inline(always)]
+fn corner_box(t: &[u32], p: isize, o: &[isize; 4]) -> u32 {
+    t[(p + o[3]) as usize]
+        .wrapping_sub(t[(p + o[1]) as usize])
+        .wrapping_sub(t[(p + o[2]) as usize])
+        .wrapping_add(t[(p + o[0]) as usize])
+}
+
+/// The box `q` (`(row, col, rows, cols)` relative to pixel `(row, col)`, at least one row and
+/// column) clipped to the image: its corners clamped to the table.
+#[inline(always)]
+fn clipped_box(ii: &IntegralImage, row: i32, col: i32, q: &[i32; 4]) -> u32 {
+    let (t, w, h) = (ii.table(), ii.width(), ii.height());
+    let clamp_row = |v: i32| v.clamp(0, h as i32) as usize * (w + 1);
+    let clamp_col = |v: i32| v.clamp(0, w as i32) as usize;
+    let (top, left) = (row.saturating_add(q[0]), col.saturating_add(q[1]));
+    let (r0, r1) = (clamp_row(top), clamp_row(top.saturating_add(q[2])));
+    let (c0, c1) = (clamp_col(left), clamp_col(left.saturating_add(q[3])));
+    t[r1 + c1]
+        .wrapping_sub(t[r0 + c1])
+        .wrapping_sub(t[r1 + c0])
+        .wrapping_add(t[r0 + c0])
 }
 
 /// The response of filter size `filter` at pixel `(row, col)` and the sign of the Laplacian
@@ -189,20 +274,46 @@ fn for_each_sample(
     octave: u32,
     rows: Range<usize>,
     from: usize,
-    mut f: impl FnMut(usize, [(f32, i8); 4]),
+    f: impl FnMut(usize, [(f32, i8); 4]),
+) {
+    let filters = octave_filters(ii, octave);
+    for_each_sample_of(
+        ii,
+        config,
+        octave,
+        rows,
+        from,
+        &filters,
+        f,
+        |_, filter, row, col| filter.response(ii, row, col),
+    );
+}
+
+/// [`for_each_sample`] with each sample's value for filter `k` from `eval(k, filter, row, col)`
+/// (pixel row and column).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn for_each_sample_of<T: Copy + Default>(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    from: usize,
+    filters: &[Filter; 4],
+    mut f: impl FnMut(usize, [T; 4]),
+    eval: impl Fn(usize, &Filter, i32, i32) -> T,
 ) {
     let step = sample_step(config, octave);
     let (gw, gh) = grid_size(ii.width(), ii.height(), step);
-    let filters = octave_filters(ii, octave);
     let step = step as i32;
     let first = rows.start;
     for sy in rows.start.min(gh)..rows.end.min(gh) {
         let row = sy as i32 * step;
         for sx in 0..gw {
             let col = sx as i32 * step;
-            let mut r = [(0f32, 0i8); 4];
-            for (out, filter) in r.iter_mut().zip(filters.iter()).skip(from) {
-                *out = filter.response(ii, row, col);
+            let mut r = [T::default(); 4];
+            for (k, (out, filter)) in r.iter_mut().zip(filters.iter()).enumerate().skip(from) {
+                *out = eval(k, filter, row, col);
             }
             f((sy - first) * gw + sx, r);
         }
@@ -698,13 +809,35 @@ pub(crate) fn fill_packed(
                 out[i] |= byte(v, lap) << (8 * k);
             });
         }
-        None => for_each_sample(ii, config, octave, rows, 0, |i, r| {
-            let mut word = 0u32;
-            for (k, &(v, lap)) in r.iter().enumerate() {
-                word |= byte(v, lap) << (8 * k);
-            }
-            out[i] = word;
-        }),
+        None => {
+            // Most samples are below the threshold: their determinant is below the filter's
+            // cutoff, and their byte is the Laplacian sign alone, without the conversion to
+            // `f32` (a library call on 32-bit targets) and the code's comparisons.
+            let filters = octave_filters(ii, octave);
+            let cutoffs = filters
+                .each_ref()
+                .map(|f| table.det_cutoff(|det| f.scale(det)));
+            let eval = |k: usize, filter: &Filter, row: i32, col: i32| {
+                let (det, lap) = filter.det(ii, row, col);
+                if det < cutoffs[k] {
+                    pack_byte(0, lap)
+                } else {
+                    pack_byte(table.code(filter.scale(det)), lap)
+                }
+            };
+            for_each_sample_of(
+                ii,
+                config,
+                octave,
+                rows,
+                0,
+                &filters,
+                |i, r: [u8; 4]| {
+                    out[i] = u32::from_le_bytes(r);
+                },
+                eval,
+            );
+        }
     }
 }
 
@@ -716,6 +849,34 @@ mod tests {
     fn det_i64_f32(dxx: i32, dyy: i32, dxy: i32) -> f32 {
         let (dxx, dyy, dxy) = (i64::from(dxx), i64::from(dyy), i64::from(dxy));
         (100 * dxx * dyy - 81 * dxy * dxy) as f32
+    }
+
+    #[test]
+    fn det_cutoff_is_the_first_determinant_with_a_code() {
+        for threshold in [0.0004f32, 0.0001, 0.00002, 0.013, 0.0] {
+            let table = PackedCodeTable::new(threshold);
+            for (o, norms) in RESPONSE_NORMS.iter().enumerate() {
+                for (i, &norm) in norms.iter().enumerate() {
+                    let response = |det: i64| (det as f32) * norm;
+                    let cutoff = table.det_cutoff(response);
+                    let code = |det: i64| table.code(response(det));
+                    if cutoff == i64::MIN {
+                        assert!(code(i64::MIN) > 0, "{threshold} {o} {i}");
+                        continue;
+                    }
+                    assert!(code(cutoff) > 0, "{threshold} {o} {i} {cutoff}");
+                    for below in [1, 2, 1000, cutoff.unsigned_abs() / 3 + 1] {
+                        let det = cutoff.saturating_sub_unsigned(below);
+                        assert_eq!(code(det), 0, "{threshold} {o} {i} {det}");
+                    }
+                }
+            }
+        }
+        // No determinant reaches a NaN threshold, nor any with a zero norm and threshold > 0.
+        let table = PackedCodeTable::new(f32::NAN);
+        assert_eq!(table.det_cutoff(|d| d as f32), i64::MAX);
+        let table = PackedCodeTable::new(0.0004);
+        assert_eq!(table.det_cutoff(|d| d as f32 * 0.0), i64::MAX);
     }
 
     #[test]
