@@ -104,6 +104,23 @@ impl Kernels {
             }
             return kernels;
         }
+        #[cfg(target_arch = "aarch64")]
+        if let Ok(v) = std::env::var("SURFCL_ARM_VARIANT") {
+            use surfcl_core::matcher::{InlineDistanceQ7, InlineLaneSums};
+            use surfcl_core::surf::InlineBoxSums;
+            let bits: u32 = v.parse().unwrap_or(0);
+            let mut k = Self::portable();
+            if bits & 1 != 0 {
+                k.match_q7 = match_range_q7_with::<InlineDistanceQ7>;
+            }
+            if bits & 2 != 0 {
+                k.match_f32 = match_range_f32_with::<InlineLaneSums>;
+            }
+            if bits & 4 != 0 {
+                k.fill_rows = |fill, rows, out, columns| fill.fill_rows::<InlineBoxSums>(rows, out, columns);
+            }
+            return k;
+        }
         Self::portable()
     }
 }
