@@ -53,7 +53,10 @@ impl Stage {
 const USAGE: &str = "usage: insn_stages detect|frame|match|match-q7 REPEATS IMAGE [IMAGE2]";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let (Some(stage), Some(repeats), Some(first)) = (
         args.first().and_then(|s| Stage::parse(s)),
         args.get(1).and_then(|r| r.parse::<usize>().ok()),

@@ -69,11 +69,16 @@ pub(super) fn compute<'t>(
     let (top, rows) = table.split_at_mut(stride);
     top.fill(0);
     // Every table row cut at the strip bounds: strip 0 also owns the zero column.
-    let mut segments: Vec<Vec<&mut [u32]>> = (0..strips).map(|_| Vec::with_capacity(height)).collect();
+    let mut segments: Vec<Vec<&mut [u32]>> =
+        (0..strips).map(|_| Vec::with_capacity(height)).collect();
     for row in rows.chunks_exact_mut(stride) {
         let mut rest = row;
         for (k, strip) in segments.iter_mut().enumerate() {
-            let end = if k + 1 == strips { rest.len() } else { bounds[k + 1] - bounds[k] + usize::from(k == 0) };
+            let end = if k + 1 == strips {
+                rest.len()
+            } else {
+                bounds[k + 1] - bounds[k] + usize::from(k == 0)
+            };
             let (segment, tail) = rest.split_at_mut(end);
             strip.push(segment);
             rest = tail;
@@ -136,7 +141,13 @@ mod tests {
     fn strips_give_the_core_table() {
         for (width, height) in [(1, 1), (255, 3), (512, 7), (1031, 65), (2000, 130)] {
             let pixels: Vec<u8> = (0..width * height)
-                .map(|i| if i % 7 == 0 { 255 } else { (i * 31 % 251) as u8 })
+                .map(|i| {
+                    if i % 7 == 0 {
+                        255
+                    } else {
+                        (i * 31 % 251) as u8
+                    }
+                })
                 .collect();
             let image = GrayImage::new(&pixels, width, height).unwrap();
             let len = integral_len(width, height).unwrap();
@@ -151,7 +162,11 @@ mod tests {
                 let mut table = vec![7u32; len];
                 let mut left = vec![9u32; 3];
                 let got = compute(&image, &mut table, Some(&pool), &mut left).unwrap();
-                assert_eq!(got.table(), &expected[..], "{width}x{height}, {threads} threads");
+                assert_eq!(
+                    got.table(),
+                    &expected[..],
+                    "{width}x{height}, {threads} threads"
+                );
             }
         }
     }
