@@ -86,6 +86,36 @@ per_run aarch64 "${arm_qemu[@]}" "${plugin_args[@]}" "$arm_driver"
 columns=("aarch64")
 files=("$work/aarch64.txt")
 status=0
+# The hot loops must be NEON code: vector instructions (on v/q registers) in each hot function
+# of the aarch64 build (the fill's box sums: the instance with the most).
+echo "== NEON instructions in the hot functions of the aarch64 build (objdump)"
+aarch64-linux-gnu-objdump -d -C --no-show-raw-insn "$arm_driver" >"$work/arm.dis"
+python3 - "$work/arm.dis" <<'EOF_PY' || status=1
+import re, sys
+hot = ["surfcl_core::surf::response::box_sums_out_of_line", "surfcl_core::surf::scan::scan_interval_rows",
+       "surfcl_core::describe::describe_all_with_maps::{{closure}}", "surfcl_core::describe::haar_map::fill_rows",
+       "surfcl_core::matcher::lane_sums_out_of_line", "surfcl_core::matcher::match_range_q7_with"]
+best = {}
+name = None
+for line in open(sys.argv[1]):
+    m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+    if m:
+        name = m.group(1) if m.group(1) in hot else None
+        counts = [0, 0]
+        if name:
+            best.setdefault(name, []).append(counts)
+    elif name and re.match(r"^\s+[0-9a-f]+:\t", line):
+        counts[0] += 1
+        counts[1] += bool(re.search(r"\b[vq][0-9]+\b|\bv[0-9]+\.", line.split("\t", 2)[-1]))
+failed = False
+for h in hot:
+    total, vector = max(best.get(h, [[0, 0]]), key=lambda c: c[1])
+    print(f"{vector:6} of {total:6} instructions  {h}")
+    if vector < 4:
+        print(f"insn-check: {h} has no NEON loop", file=sys.stderr)
+        failed = True
+sys.exit(1 if failed else 0)
+EOF_PY
 if [ "${INSN_X86:-1}" != 0 ]; then
     x86_driver=$(build_driver "${CARGO:-cargo}" build)
     # qemu64: SSE2 only, the portable build (128-bit vectors, as NEON); max: AVX2, which the
