@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use surfcl_core::{GrayImage, ImageError, IntegralImage, integral::integral_len};
+use surfcl_core::{GrayImage, ImageError, IntegralImage};
 
 use super::support::ensure_len;
 
@@ -35,13 +35,8 @@ pub(super) fn compute<'t>(
     let (Some(pool), true) = (pool, strips > 1) else {
         return IntegralImage::compute(image, table);
     };
-    let len = integral_len(width, height)?;
-    if table.len() != len {
-        return Err(ImageError::BufferLength {
-            expected: len,
-            actual: table.len(),
-        });
-    }
+    // The core's checks of the size and the table's length.
+    IntegralImage::from_table(table, width, height)?;
     let stride = width + 1;
     // Strip `k` holds the pixel columns `bounds[k]..bounds[k + 1]`.
     let bounds: Vec<usize> = (0..=strips).map(|k| k * width / strips).collect();
@@ -134,6 +129,7 @@ fn fill_strip(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use surfcl_core::integral::integral_len;
 
     /// The strips give the core's table word for word: widths below, at and above the strip
     /// minimum, uneven strips, saturated and varied pixels, one to several threads.

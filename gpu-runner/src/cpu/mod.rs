@@ -120,100 +120,6 @@ impl CpuBackend {
     fn threads(&self) -> usize {
         thread_count(self.pool.as_deref())
     }
-
-    /// Detects the keypoints of `image` without describing them: `out`'s keypoints (SURF's
-    /// without orientation, as the detector gives them), timings (integral image and detection),
-    /// size and drop count are refilled and its descriptors left empty. What
-    /// [`Backend::detect_into`] does before orientation and description, for callers that need
-    /// only positions and scales (and for counting the stages apart).
-    pub fn detect_keypoints_into(
-        &mut self,
-        image: &GrayImage<'_>,
-        params: &DetectParams,
-        out: &mut Features,
-    ) -> Result<(), Error> {
-        self.detect_stage(image, params, out)?;
-        out.descriptors.clear();
-        Ok(())
-    }
-
-    /// The integral image and detection of [`Backend::detect_into`] into `out` (keypoints,
-    /// timings, size, drop count; descriptors untouched), the integral image left in
-    /// `self.integral`. Returns whether the keypoints are described upright.
-    fn detect_stage(
-        &mut self,
-        image: &GrayImage<'_>,
-        params: &DetectParams,
-        out: &mut Features,
-    ) -> Result<bool, Error> {
-        params.validate()?;
-        let (width, height) = (image.width(), image.height());
-        let timings = &mut out.timings;
-        timings.clear();
-
-        let start = Instant::now();
-        let len = integral_len(width, height)?;
-        ensure_len(&mut self.integral, len);
-        let ii = integral::compute(
-            image,
-            &mut self.integral[..len],
-            self.pool.as_deref(),
-            &mut self.integral_left_sums,
-        )?;
-        timings.push(StageTiming {
-            name: "integral".into(),
-            ms: ms_since(start),
-        });
-
-        let start = Instant::now();
-        // A frame cannot have more keypoints than pixels (SURF keeps strict 3x3x3 maxima on
-        // sampling grids, Harris 5x5 maxima), so a small frame never allocates the full
-        // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
-        let capacity = params.max_keypoints.min(width * height);
-        ensure_len(&mut self.keypoints, capacity);
-        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
-        let upright = match params.detector {
-            DetectorKind::Surf => {
-                let need = surf::scratch_len(&params.surf, width, height)?;
-                ensure_len(&mut self.surf_scratch, need);
-                detect_surf(
-                    &ii,
-                    &params.surf,
-                    &mut self.surf_scratch[..need],
-                    &mut sink,
-                    self.pool.as_deref(),
-                    &self.kernels,
-                    &mut self.detect_buffers,
-                )?;
-                params.surf.upright
-            }
-            DetectorKind::Harris => {
-                let need = harris::scratch_len(width, height)?;
-                ensure_len(&mut self.harris_scratch, need);
-                harris::detect(
-                    image,
-                    &params.harris,
-                    &mut self.harris_scratch[..need],
-                    &mut sink,
-                )?;
-                // Harris corners have no characteristic orientation: described upright at their
-                // fixed scale.
-                true
-            }
-        };
-        sink.sort();
-        let dropped = sink.dropped();
-        out.keypoints.clear();
-        out.keypoints.extend_from_slice(sink.points());
-        timings.push(StageTiming {
-            name: "detect".into(),
-            ms: ms_since(start),
-        });
-        out.width = width;
-        out.height = height;
-        out.dropped = dropped;
-        Ok(upright)
-    }
 }
 
 /// `descriptors` quantised to Q7 into `out` (replacing its contents), on `pool`'s threads.
@@ -329,6 +235,102 @@ impl Backend for CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// Detects the keypoints of `image` without describing them: `out`'s keypoints (SURF's
+    /// without orientation, as the detector gives them), timings (integral image and detection),
+    /// size and drop count are refilled and its descriptors left empty. What
+    /// [`Backend::detect_into`] does before orientation and description, for callers that need
+    /// only positions and scales (and for counting the stages apart).
+    pub fn detect_keypoints_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        self.detect_stage(image, params, out)?;
+        out.descriptors.clear();
+        Ok(())
+    }
+
+    /// The integral image and detection of [`Backend::detect_into`] into `out` (keypoints,
+    /// timings, size, drop count; descriptors untouched), the integral image left in
+    /// `self.integral`. Returns whether the keypoints are described upright.
+    fn detect_stage(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<bool, Error> {
+        params.validate()?;
+        let (width, height) = (image.width(), image.height());
+        let timings = &mut out.timings;
+        timings.clear();
+
+        let start = Instant::now();
+        let len = integral_len(width, height)?;
+        ensure_len(&mut self.integral, len);
+        let ii = integral::compute(
+            image,
+            &mut self.integral[..len],
+            self.pool.as_deref(),
+            &mut self.integral_left_sums,
+        )?;
+        timings.push(StageTiming {
+            name: "integral".into(),
+            ms: ms_since(start),
+        });
+
+        let start = Instant::now();
+        // A frame cannot have more keypoints than pixels (SURF keeps strict 3x3x3 maxima on
+        // sampling grids, Harris 5x5 maxima), so a small frame never allocates the full
+        // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
+        let capacity = params.max_keypoints.min(width * height);
+        ensure_len(&mut self.keypoints, capacity);
+        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
+        let upright = match params.detector {
+            DetectorKind::Surf => {
+                let need = surf::scratch_len(&params.surf, width, height)?;
+                ensure_len(&mut self.surf_scratch, need);
+                detect_surf(
+                    &ii,
+                    &params.surf,
+                    &mut self.surf_scratch[..need],
+                    &mut sink,
+                    self.pool.as_deref(),
+                    &self.kernels,
+                    &mut self.detect_buffers,
+                )?;
+                params.surf.upright
+            }
+            DetectorKind::Harris => {
+                let need = harris::scratch_len(width, height)?;
+                ensure_len(&mut self.harris_scratch, need);
+                harris::detect(
+                    image,
+                    &params.harris,
+                    &mut self.harris_scratch[..need],
+                    &mut sink,
+                )?;
+                // Harris corners have no characteristic orientation: described upright at their
+                // fixed scale.
+                true
+            }
+        };
+        sink.sort();
+        let dropped = sink.dropped();
+        out.keypoints.clear();
+        out.keypoints.extend_from_slice(sink.points());
+        timings.push(StageTiming {
+            name: "detect".into(),
+            ms: ms_since(start),
+        });
+        out.width = width;
+        out.height = height;
+        out.dropped = dropped;
+        Ok(upright)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -341,6 +343,20 @@ mod tests {
     fn boat() -> crate::io::OwnedGray {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
         crate::io::load_gray(&path).unwrap()
+    }
+
+    /// Default SURF parameters (upright or not), at most 10000 keypoints.
+    fn surf_params(upright: bool) -> DetectParams {
+        DetectParams {
+            detector: crate::backend::DetectorKind::Surf,
+            surf: surf::SurfConfig {
+                upright,
+                ..surf::SurfConfig::default()
+            },
+            harris: harris::HarrisConfig::default(),
+            max_keypoints: 10_000,
+            descriptor: DescriptorKind::F32,
+        }
     }
 
     /// The backend describes from the top of the image down and puts the results back: the
@@ -420,16 +436,7 @@ mod tests {
         let image = boat();
         let view = image.view().unwrap();
         for upright in [true, false] {
-            let params = DetectParams {
-                detector: crate::backend::DetectorKind::Surf,
-                surf: surf::SurfConfig {
-                    upright,
-                    ..surf::SurfConfig::default()
-                },
-                harris: harris::HarrisConfig::default(),
-                max_keypoints: 10_000,
-                descriptor: DescriptorKind::F32,
-            };
+            let params = surf_params(upright);
             for threads in [1, 2] {
                 let mut backend = CpuBackend::with_threads(threads);
                 let described = backend.detect(&view, &params).unwrap();
@@ -470,16 +477,7 @@ mod tests {
                 .flat_map(|y| image.pixels[y * image.width..][..320].iter().copied())
                 .collect(),
         };
-        let params = |upright| DetectParams {
-            detector: crate::backend::DetectorKind::Surf,
-            surf: surf::SurfConfig {
-                upright,
-                ..surf::SurfConfig::default()
-            },
-            harris: harris::HarrisConfig::default(),
-            max_keypoints: 10_000,
-            descriptor: DescriptorKind::F32,
-        };
+        let params = surf_params;
         for threads in [1, 2] {
             let mut backend = CpuBackend::with_threads(threads);
             // The same stages in every frame (the timed policy alternates while it decides).
