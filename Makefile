@@ -140,3 +140,4 @@ firmware-count: firmware
 cross-test: cross
 	$(CARGO) build -p surfcl-cli --bin surfcl
 	CROSS_DIR=$(CROSS_DIR) HOST_SURFCL=target/debug/surfcl IMAGE=$(IMAGE) scripts/cross/test.sh
+	CROSS_DIR=$(CROSS_DIR) IMAGE=$(IMAGE) scripts/cross/insn-check.sh

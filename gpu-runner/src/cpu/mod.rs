@@ -20,6 +20,7 @@
 
 mod describe;
 mod detect;
+mod integral;
 mod matching;
 mod simd;
 mod support;
@@ -55,6 +56,8 @@ pub struct CpuBackend {
     /// The hot loops for this CPU.
     kernels: Kernels,
     integral: Vec<u32>,
+    /// The row sums left of each column strip of the threaded integral image.
+    integral_left_sums: Vec<u32>,
     surf_scratch: Vec<u32>,
     /// The column scratch and band outputs of detection.
     detect_buffers: DetectBuffers,
@@ -161,66 +164,12 @@ impl Backend for CpuBackend {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        params.validate()?;
+        let upright = self.detect_stage(image, params, out)?;
         let (width, height) = (image.width(), image.height());
-        let timings = &mut out.timings;
-        timings.clear();
-
-        let start = Instant::now();
         let len = integral_len(width, height)?;
-        ensure_len(&mut self.integral, len);
-        let ii = IntegralImage::compute(image, &mut self.integral[..len])?;
-        timings.push(StageTiming {
-            name: "integral".into(),
-            ms: ms_since(start),
-        });
-
-        let start = Instant::now();
-        // A frame cannot have more keypoints than pixels (SURF keeps strict 3x3x3 maxima on
-        // sampling grids, Harris 5x5 maxima), so a small frame never allocates the full
-        // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
-        let capacity = params.max_keypoints.min(width * height);
-        ensure_len(&mut self.keypoints, capacity);
-        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
-        let upright = match params.detector {
-            DetectorKind::Surf => {
-                let need = surf::scratch_len(&params.surf, width, height)?;
-                ensure_len(&mut self.surf_scratch, need);
-                detect_surf(
-                    &ii,
-                    &params.surf,
-                    &mut self.surf_scratch[..need],
-                    &mut sink,
-                    self.pool.as_deref(),
-                    &self.kernels,
-                    &mut self.detect_buffers,
-                )?;
-                params.surf.upright
-            }
-            DetectorKind::Harris => {
-                let need = harris::scratch_len(width, height)?;
-                ensure_len(&mut self.harris_scratch, need);
-                harris::detect(
-                    image,
-                    &params.harris,
-                    &mut self.harris_scratch[..need],
-                    &mut sink,
-                )?;
-                // Harris corners have no characteristic orientation: described upright at their
-                // fixed scale.
-                true
-            }
-        };
-        sink.sort();
-        let dropped = sink.dropped();
-        let keypoints = &mut out.keypoints;
-        keypoints.clear();
-        keypoints.extend_from_slice(sink.points());
-        timings.push(StageTiming {
-            name: "detect".into(),
-            ms: ms_since(start),
-        });
-
+        // `detect_stage` sized the table; a short one would be refused here, not indexed.
+        let table = self.integral.get(..len).unwrap_or_default();
+        let ii = IntegralImage::from_table(table, width, height)?;
         let stage = DescribeStage {
             pool: self.pool.as_deref(),
             kernels: &self.kernels,
@@ -229,12 +178,13 @@ impl Backend for CpuBackend {
             haar_cells: &mut self.haar_cells,
             spatial: &mut self.spatial,
         };
-        stage.run(&ii, upright, keypoints, &mut out.descriptors, timings)?;
-
-        out.width = width;
-        out.height = height;
-        out.dropped = dropped;
-        Ok(())
+        stage.run(
+            &ii,
+            upright,
+            &mut out.keypoints,
+            &mut out.descriptors,
+            &mut out.timings,
+        )
     }
 
     fn match_features(
@@ -285,6 +235,102 @@ impl Backend for CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// Detects the keypoints of `image` without describing them: `out`'s keypoints (SURF's
+    /// without orientation, as the detector gives them), timings (integral image and detection),
+    /// size and drop count are refilled and its descriptors left empty. What
+    /// [`Backend::detect_into`] does before orientation and description, for callers that need
+    /// only positions and scales (and for counting the stages apart).
+    pub fn detect_keypoints_into(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        self.detect_stage(image, params, out)?;
+        out.descriptors.clear();
+        Ok(())
+    }
+
+    /// The integral image and detection of [`Backend::detect_into`] into `out` (keypoints,
+    /// timings, size, drop count; descriptors untouched), the integral image left in
+    /// `self.integral`. Returns whether the keypoints are described upright.
+    fn detect_stage(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<bool, Error> {
+        params.validate()?;
+        let (width, height) = (image.width(), image.height());
+        let timings = &mut out.timings;
+        timings.clear();
+
+        let start = Instant::now();
+        let len = integral_len(width, height)?;
+        ensure_len(&mut self.integral, len);
+        let ii = integral::compute(
+            image,
+            &mut self.integral[..len],
+            self.pool.as_deref(),
+            &mut self.integral_left_sums,
+        )?;
+        timings.push(StageTiming {
+            name: "integral".into(),
+            ms: ms_since(start),
+        });
+
+        let start = Instant::now();
+        // A frame cannot have more keypoints than pixels (SURF keeps strict 3x3x3 maxima on
+        // sampling grids, Harris 5x5 maxima), so a small frame never allocates the full
+        // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
+        let capacity = params.max_keypoints.min(width * height);
+        ensure_len(&mut self.keypoints, capacity);
+        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
+        let upright = match params.detector {
+            DetectorKind::Surf => {
+                let need = surf::scratch_len(&params.surf, width, height)?;
+                ensure_len(&mut self.surf_scratch, need);
+                detect_surf(
+                    &ii,
+                    &params.surf,
+                    &mut self.surf_scratch[..need],
+                    &mut sink,
+                    self.pool.as_deref(),
+                    &self.kernels,
+                    &mut self.detect_buffers,
+                )?;
+                params.surf.upright
+            }
+            DetectorKind::Harris => {
+                let need = harris::scratch_len(width, height)?;
+                ensure_len(&mut self.harris_scratch, need);
+                harris::detect(
+                    image,
+                    &params.harris,
+                    &mut self.harris_scratch[..need],
+                    &mut sink,
+                )?;
+                // Harris corners have no characteristic orientation: described upright at their
+                // fixed scale.
+                true
+            }
+        };
+        sink.sort();
+        let dropped = sink.dropped();
+        out.keypoints.clear();
+        out.keypoints.extend_from_slice(sink.points());
+        timings.push(StageTiming {
+            name: "detect".into(),
+            ms: ms_since(start),
+        });
+        out.width = width;
+        out.height = height;
+        out.dropped = dropped;
+        Ok(upright)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -297,6 +343,20 @@ mod tests {
     fn boat() -> crate::io::OwnedGray {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/oxford-boat/img1.pgm");
         crate::io::load_gray(&path).unwrap()
+    }
+
+    /// Default SURF parameters (upright or not), at most 10000 keypoints.
+    fn surf_params(upright: bool) -> DetectParams {
+        DetectParams {
+            detector: crate::backend::DetectorKind::Surf,
+            surf: surf::SurfConfig {
+                upright,
+                ..surf::SurfConfig::default()
+            },
+            harris: harris::HarrisConfig::default(),
+            max_keypoints: 10_000,
+            descriptor: DescriptorKind::F32,
+        }
     }
 
     /// The backend describes from the top of the image down and puts the results back: the
@@ -368,6 +428,41 @@ mod tests {
         }
     }
 
+    /// Detection alone gives the keypoints `detect` describes (upright: the same records; with
+    /// orientation: the same points before their angle), and no descriptors, on one thread and
+    /// several, into a previous frame's `Features`.
+    #[test]
+    fn detect_keypoints_into_gives_the_points_detect_describes() {
+        let image = boat();
+        let view = image.view().unwrap();
+        for upright in [true, false] {
+            let params = surf_params(upright);
+            for threads in [1, 2] {
+                let mut backend = CpuBackend::with_threads(threads);
+                let described = backend.detect(&view, &params).unwrap();
+                let mut reused = described.clone();
+                backend
+                    .detect_keypoints_into(&view, &params, &mut reused)
+                    .unwrap();
+                assert!(reused.descriptors.is_empty());
+                assert_eq!(reused.keypoints.len(), described.keypoints.len());
+                assert_eq!((reused.width, reused.height), (view.width(), view.height()));
+                assert_eq!(reused.dropped, described.dropped);
+                for (bare, full) in reused.keypoints.iter().zip(&described.keypoints) {
+                    assert_eq!(bare.orientation, 0.0);
+                    let angle_cleared = Keypoint {
+                        orientation: 0.0,
+                        ..*full
+                    };
+                    assert_eq!(*bare, angle_cleared, "upright {upright}, {threads} threads");
+                }
+                if !upright {
+                    assert!(described.keypoints.iter().any(|k| k.orientation != 0.0));
+                }
+            }
+        }
+    }
+
     /// `detect_into` refills a previous frame's arrays (longer ones, from a larger frame with
     /// more keypoints, and shorter ones) and gives what `detect` gives, every field.
     #[test]
@@ -382,16 +477,7 @@ mod tests {
                 .flat_map(|y| image.pixels[y * image.width..][..320].iter().copied())
                 .collect(),
         };
-        let params = |upright| DetectParams {
-            detector: crate::backend::DetectorKind::Surf,
-            surf: surf::SurfConfig {
-                upright,
-                ..surf::SurfConfig::default()
-            },
-            harris: harris::HarrisConfig::default(),
-            max_keypoints: 10_000,
-            descriptor: DescriptorKind::F32,
-        };
+        let params = surf_params;
         for threads in [1, 2] {
             let mut backend = CpuBackend::with_threads(threads);
             // The same stages in every frame (the timed policy alternates while it decides).

@@ -17,6 +17,9 @@
 //!   for the same reason); the Q7 kernel, by contrast, is a third slower out of line than
 //!   inlined.
 //!
+//! On aarch64 NEON is the baseline, so every one of these loops is a NEON loop without a
+//! run-time choice ([`Kernels::neon`]: 4 lanes, as SSE2; the Q7 kernel inlined as with AVX2).
+//!
 //! The results are identical to the portable build, bit for bit (same IEEE operations per
 //! element, no FMA contraction; Q7 distances are exact integers):
 //! `gpu-runner/tests/cpu_wide.rs` checks that on real images through the CPU backend.
@@ -94,7 +97,24 @@ impl Kernels {
         }
     }
 
-    /// The widest loops this CPU runs: asks the CPU once (AVX2, AVX-512F on x86-64).
+    /// The aarch64 kernels. NEON is the baseline there, so the portable loops are NEON loops
+    /// already (the fill's column sums, box sums at steps 1, 2 and 4 with `ld2`/`ld4`, the
+    /// determinants, description, both matcher kernels); what differs is where inlining pays.
+    /// The Q7 matcher takes its kernel inlined, as the AVX2 one does: fewer instructions per
+    /// pair. The `f32` lane sums and the box sums stay out of line: inlined, both cost more
+    /// instructions on aarch64 too (counted under QEMU: `scripts/cross/insn-check.sh`).
+    #[cfg(target_arch = "aarch64")]
+    pub fn neon() -> Self {
+        use surfcl_core::matcher::InlineDistanceQ7;
+        Self {
+            name: "NEON",
+            match_q7: match_range_q7_with::<InlineDistanceQ7>,
+            ..Self::portable()
+        }
+    }
+
+    /// The widest loops this CPU runs: asks the CPU once (AVX2, AVX-512F on x86-64; NEON, the
+    /// baseline, on aarch64).
     pub fn for_this_cpu() -> Self {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -104,6 +124,18 @@ impl Kernels {
             }
             return kernels;
         }
+        Self::baseline()
+    }
+
+    /// The kernels of the target's baseline instruction set: NEON on aarch64.
+    #[cfg(target_arch = "aarch64")]
+    fn baseline() -> Self {
+        Self::neon()
+    }
+
+    /// The kernels of the target's baseline instruction set: the portable build.
+    #[cfg(not(target_arch = "aarch64"))]
+    fn baseline() -> Self {
         Self::portable()
     }
 }
