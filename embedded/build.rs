@@ -23,8 +23,14 @@ fn main() {
         .unwrap_or_else(|e| panic!("reading {}: {e}", source.display()));
     // `MEMORY=192K` (the `ram192k` feature): the same map with 192 KB of RAM.
     let map = if std::env::var_os("CARGO_FEATURE_RAM192K").is_some() {
-        map.replace("RAM   : ORIGIN = 0x20000000, LENGTH = 256K", "RAM   : ORIGIN = 0x20000000, LENGTH = 192K")
-            .replace("RAM   : ORIGIN = 0x80400000, LENGTH = 256K", "RAM   : ORIGIN = 0x80400000, LENGTH = 192K")
+        map.replace(
+            "RAM   : ORIGIN = 0x20000000, LENGTH = 256K",
+            "RAM   : ORIGIN = 0x20000000, LENGTH = 192K",
+        )
+        .replace(
+            "RAM   : ORIGIN = 0x80400000, LENGTH = 256K",
+            "RAM   : ORIGIN = 0x80400000, LENGTH = 192K",
+        )
     } else {
         map
     };

@@ -48,22 +48,16 @@ const PATH_BYTES: usize = 256;
 #[cfg(not(feature = "fixed"))]
 type Arithmetic = surfcl_core::surf::Float;
 #[cfg(not(feature = "fixed"))]
-const DESCRIBE: fn(
-    &surfcl_core::IntegralImage,
-    &mut surfcl_core::Keypoint,
-    bool,
-) -> DescriptorQ7 = surfcl_core::banded::describe_f32_q7;
+const DESCRIBE: fn(&surfcl_core::IntegralImage, &mut surfcl_core::Keypoint, bool) -> DescriptorQ7 =
+    surfcl_core::banded::describe_f32_q7;
 
 /// The fixed-point path: Q29 responses and an integer Newton step, fixed-point orientation and
 /// Q7 descriptors.
 #[cfg(feature = "fixed")]
 type Arithmetic = surfcl_core::surf::FixedPoint;
 #[cfg(feature = "fixed")]
-const DESCRIBE: fn(
-    &surfcl_core::IntegralImage,
-    &mut surfcl_core::Keypoint,
-    bool,
-) -> DescriptorQ7 = surfcl_core::banded::describe_fixed_q7;
+const DESCRIBE: fn(&surfcl_core::IntegralImage, &mut surfcl_core::Keypoint, bool) -> DescriptorQ7 =
+    surfcl_core::banded::describe_fixed_q7;
 
 #[entry]
 fn main() -> ! {
