@@ -11,6 +11,7 @@ use surfcl_core::matcher::{
 
 use super::simd::RangeMatcher;
 use super::support::{ensure_len, thread_count};
+use crate::backend::Features;
 use crate::error::Error;
 
 /// Below this many queries per thread, splitting costs more than it saves.
@@ -22,6 +23,24 @@ pub(super) struct Sides<'a, D> {
     pub query_desc: &'a [D],
     pub train_kps: &'a [Keypoint],
     pub train_desc: &'a [D],
+}
+
+impl<'a, D> Sides<'a, D> {
+    /// The two frames' keypoints with the descriptors to compare: the frames' own, or a
+    /// quantised copy of them.
+    pub(super) fn new(
+        query: &'a Features,
+        train: &'a Features,
+        query_desc: &'a [D],
+        train_desc: &'a [D],
+    ) -> Self {
+        Self {
+            query_kps: &query.keypoints,
+            query_desc,
+            train_kps: &train.keypoints,
+            train_desc,
+        }
+    }
 }
 
 /// Splits the queries into contiguous ranges, one per thread, each with its own output slice and

@@ -195,41 +195,18 @@ impl Backend for CpuBackend {
         descriptor: DescriptorKind,
     ) -> Result<Vec<Match>, Error> {
         config.validate()?;
+        let pool = self.pool.as_deref();
+        let (out, train_best) = (&mut self.matches, &mut self.train_best);
         match descriptor {
             DescriptorKind::F32 => {
-                let sides = Sides {
-                    query_kps: &query.keypoints,
-                    query_desc: &query.descriptors,
-                    train_kps: &train.keypoints,
-                    train_desc: &train.descriptors,
-                };
-                parallel_match(
-                    sides,
-                    config,
-                    self.pool.as_deref(),
-                    &mut self.matches,
-                    &mut self.train_best,
-                    self.kernels.match_f32,
-                )
+                let sides = Sides::new(query, train, &query.descriptors, &train.descriptors);
+                parallel_match(sides, config, pool, out, train_best, self.kernels.match_f32)
             }
             DescriptorKind::Q7 => {
-                let pool = self.pool.as_deref();
                 quantise(&query.descriptors, &mut self.query_q7, pool);
                 quantise(&train.descriptors, &mut self.train_q7, pool);
-                let sides = Sides {
-                    query_kps: &query.keypoints,
-                    query_desc: &self.query_q7,
-                    train_kps: &train.keypoints,
-                    train_desc: &self.train_q7,
-                };
-                parallel_match(
-                    sides,
-                    config,
-                    self.pool.as_deref(),
-                    &mut self.matches,
-                    &mut self.train_best,
-                    self.kernels.match_q7,
-                )
+                let sides = Sides::new(query, train, &self.query_q7, &self.train_q7);
+                parallel_match(sides, config, pool, out, train_best, self.kernels.match_q7)
             }
         }
     }
