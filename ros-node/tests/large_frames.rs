@@ -1,7 +1,7 @@
 //! Camera-sized frames through DDS into the node (in-process ros2-client client on loopback):
 //! 12 MB mono8 (4000x3000) and 24 MB rgb8 (3840x2160) frames are delivered and processed, and a
 //! frame that cannot be received is counted (`Stats::lost`, `frames_lost` in diagnostics) and
-//! logged instead of vanishing. Each test has its own domain; every wait is bounded.
+//! logged. Each test has its own domain; every wait is bounded.
 
 mod common;
 

@@ -93,7 +93,7 @@ fn shift_rows(kp: Keypoint, rows: usize, step: usize) -> Keypoint {
 
 /// `y + rows` through Q16 integers. In a frame of up to 256 rows every position is below
 /// `2^24` in Q16, so the band's `f32` holds it exactly and the sum is the full frame's bits;
-/// in a taller frame the band's position was rounded to 24 bits before the shift, so the sum
+/// in a taller frame the band's position is rounded to 24 bits before the shift, so the sum
 /// can differ from the frame's by one unit in the last place.
 pub(super) fn add_rows_q16(y: f32, rows: i64) -> f32 {
     f32_from_fixed(fixed_from_f32(y, POS_FRAC) + (rows << POS_FRAC), POS_FRAC)

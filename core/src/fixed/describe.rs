@@ -219,9 +219,9 @@ const SAMPLE_WEIGHTS: [[Weight; 9]; 9] = {
     table
 };
 
-/// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k` (from a
-/// table for the window's `-12..12`; called twice per sample, and the search it replaces was a
-/// sixth of a descriptor on a Cortex-M0).
+/// The sub-regions (indices into [`SUBREGION_START`]) whose 9 samples include `k`, from a
+/// table for the window's `-12..12`: it runs twice per sample, in the descriptor's innermost
+/// loop, where a search would cost more than the sums it serves.
 #[inline]
 fn regions_of(k: i32) -> core::ops::Range<usize> {
     match REGIONS_OF.get((k + 12) as usize) {

@@ -125,8 +125,8 @@ impl LocalSizes {
         k_nms: &Kernel,
         k_descriptor: &Kernel,
     ) -> Self {
-        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (no
-        // size from 32 to 1024 was faster on the GPUs measured), `DESCRIPTOR_WORK_ITEMS` per
+        // Unless the caller fixed a size: 128 work-items for the Hessian and NMS kernels (the
+        // sizes tried: docs/HISTORY.md), `DESCRIPTOR_WORK_ITEMS` per
         // keypoint for its orientation's 109 samples and then its descriptor's 576.
         let (per_kp, per_descriptor) = match wanted {
             None => (128, DESCRIPTOR_WORK_ITEMS),

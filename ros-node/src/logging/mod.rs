@@ -1,6 +1,6 @@
 //! Log levels the ROS way (`--ros-args --log-level LEVEL`, or `--log-level NAME:=LEVEL` for one
 //! logger) and a `log` backend (env_logger), so that warnings of RustDDS and ros2-client (which
-//! log through the `log` crate) reach stderr and `/rosout` instead of vanishing.
+//! log through the `log` crate) reach stderr and `/rosout`: without a backend `log` drops them.
 
 mod forward;
 
