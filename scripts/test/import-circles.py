@@ -14,37 +14,12 @@ Usage: scripts/test/import-circles.py CRATE/src [--no-tests] [-v]
 import os, re, sys
 from collections import defaultdict
 
+from rust_source import strip
+
 if len(sys.argv) < 2 or sys.argv[1].startswith('-'):
     sys.exit(__doc__)
 root = os.path.abspath(sys.argv[1])
 skip_tests = '--no-tests' in sys.argv
-
-def strip(src):
-    """Source without comments, string and char literals (a small scanner)."""
-    out, i, n = [], 0, len(src)
-    while i < n:
-        c = src[i]
-        if src.startswith('//', i):
-            j = src.find('\n', i); i = n if j < 0 else j
-        elif src.startswith('/*', i):
-            depth, i = 1, i + 2
-            while i < n and depth:
-                if src.startswith('/*', i): depth += 1; i += 2
-                elif src.startswith('*/', i): depth -= 1; i += 2
-                else: i += 1
-        elif c == 'r' and re.match(r'r#*"', src[i:]) and (i == 0 or not (src[i-1].isalnum() or src[i-1] == '_')):
-            m = re.match(r'r(#*)"', src[i:]); close = '"' + m.group(1)
-            j = src.find(close, i + m.end()); i = n if j < 0 else j + len(close); out.append('""')
-        elif c == '"':
-            i += 1
-            while i < n and src[i] != '"':
-                i += 2 if src[i] == '\\' else 1
-            i += 1; out.append('""')
-        elif c == "'" and re.match(r"'(\\.[^']*|[^'\\])'", src[i:]):
-            i += re.match(r"'(\\.[^']*|[^'\\])'", src[i:]).end(); out.append("' '")
-        else:
-            out.append(c); i += 1
-    return ''.join(out)
 
 def split_inline_mods(src):
     """(code outside inline `mod x { }` blocks, [(name, block body)])"""
