@@ -5,7 +5,8 @@
 //! other.
 //!
 //! The time bound compares two device stages of the same frame (selection against the Hessian
-//! or Harris response stage, both on PoCL), so it holds on a slow or busy machine. A quadratic
+//! or Harris response stage, both on PoCL), so it holds on a slow or busy machine; on a fast GPU,
+//! where both stages are launch overhead, a 1 ms floor takes the response stage's place. A quadratic
 //! selection took 40x the Hessian stage on an 8192x1028 grid (346k candidates) and 20x at the
 //! size used here; the merge sort takes about a sixth of it.
 
@@ -20,6 +21,8 @@ use surfcl_tests::require_opencl;
 const W: usize = 4096;
 const H: usize = 1028;
 const MAX_KEYPOINTS: usize = 10_000;
+/// Below this, stage times are launch overhead rather than work (see `check`).
+const SELECT_FLOOR_MS: f64 = 1.0;
 
 /// Bright 2x2 dots every 5 pixels on a dark background: a SURF blob and Harris corners at each.
 fn dense_dots() -> Vec<u8> {
@@ -86,10 +89,15 @@ fn check(
         select = select.min(stage_ms(&out, "select"));
         response = response.min(stage_ms(&out, response_stage));
     }
+    // On a GPU both stages take a fraction of a millisecond, mostly launch and queue overhead,
+    // and their order says nothing about how the selection grows; a floor keeps the comparison
+    // to what a quadratic selection would exceed (tens of times the response stage on PoCL,
+    // milliseconds anywhere at this candidate count).
+    let bound = response.max(SELECT_FLOOR_MS);
     assert!(
-        select < response,
+        select < bound,
         "selecting {MAX_KEYPOINTS} keypoints took {select:.1} ms, more than the {response_stage} \
-         stage ({response:.1} ms): the selection does not scale like a sort"
+         stage ({response:.1} ms, floor {SELECT_FLOOR_MS} ms): the selection does not scale like a sort"
     );
 }
 
