@@ -41,6 +41,7 @@ impl Message for CompressedImage {}
 /// DDS type name of [`CompressedImage`].
 pub fn compressed_image_type() -> MessageTypeName {
     MessageTypeName::new("sensor_msgs", "CompressedImage")
+        .with_type_hash(crate::msg::type_hashes::COMPRESSED_IMAGE)
 }
 
 /// How the node receives images: image_transport's transport of its image subscription
