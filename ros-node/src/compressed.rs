@@ -314,6 +314,13 @@ mod tests {
     use super::*;
     use image::{DynamicImage, ImageBuffer, Luma, Rgb, Rgba};
 
+    #[test]
+    fn compressed_image_type_carries_its_hash() {
+        let hash = crate::msg::type_hashes::COMPRESSED_IMAGE;
+        assert_eq!(compressed_image_type().type_hash(), Some(hash));
+        assert!(crate::msg::type_hashes::ALL.contains(&("sensor_msgs/msg/CompressedImage", hash)));
+    }
+
     fn encode(image: DynamicImage, format: ImageFormat) -> Vec<u8> {
         let mut bytes = Vec::new();
         image

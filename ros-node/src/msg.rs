@@ -238,3 +238,45 @@ pub mod type_hashes {
         ("diagnostic_msgs/msg/DiagnosticArray", DIAGNOSTIC_ARRAY),
     ];
 }
+
+#[cfg(test)]
+mod tests {
+    use ros2_client::type_hash::announce_qos;
+
+    use super::*;
+
+    /// What ROS 2's RMWs announce for the type, from Iron on.
+    const KEYPOINT_ARRAY_USER_DATA: &[u8] =
+        b"typehash=RIHS01_c6566e46f9b5b2e1b1ef0596dcbdff8acb4191bb898865b026025cb5fcbadaea;";
+
+    #[test]
+    fn type_hashes_are_announced_for_jazzy_and_kilted_and_not_for_humble() {
+        let announced = announce_qos(keypoint_array_type().type_hash())
+            .user_data()
+            .map(|u| u.value);
+        if cfg!(any(feature = "jazzy", feature = "kilted")) {
+            assert_eq!(announced.as_deref(), Some(KEYPOINT_ARRAY_USER_DATA));
+        } else {
+            assert_eq!(announced, None);
+        }
+    }
+
+    /// (`compressed_image_type` has its own test in `compressed`.)
+    #[test]
+    fn each_message_type_carries_its_hash() {
+        let types = [
+            (keypoint_array_type(), type_hashes::KEYPOINT_ARRAY),
+            (match_array_type(), type_hashes::MATCH_ARRAY),
+            (image_type(), type_hashes::IMAGE),
+            (diagnostic_array_type(), type_hashes::DIAGNOSTIC_ARRAY),
+        ];
+        for (ty, hash) in types {
+            let ros_name = format!("{}/msg/{}", ty.package_name(), ty.type_name());
+            assert_eq!(ty.type_hash(), Some(hash), "{ros_name}");
+            assert!(
+                type_hashes::ALL.contains(&(ros_name.as_str(), hash)),
+                "{ros_name} is not in type_hashes::ALL"
+            );
+        }
+    }
+}

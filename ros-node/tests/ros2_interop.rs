@@ -85,7 +85,7 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
             .and_then(|p| p.to_str())
             .unwrap_or("debug");
         let mut build = Command::new(cargo);
-        build.args(["build", "-p", "surfcl-gpu", "--bin", "surfcl"]);
+        build.args(["build", "-p", "surfcl-cli", "--bin", "surfcl"]);
         if profile == "release" {
             build.arg("--release");
         }
@@ -105,43 +105,66 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
     out
 }
 
+/// Runs the rclpy probe `script` (in `tests/ros2`, with `args`) beside the node with `distro`'s
+/// ROS 2 in a private namespace (`run-netns.sh`, ROS domain `domain`, CPU backend), within
+/// `limit`; panics unless the probe reports `"ok": true` and the node exits with status 0 on the
+/// SIGINT that ends the session. Returns the node's and the probe's stderr.
+fn rclpy_probe(
+    distro: &str,
+    domain: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    limit: Duration,
+) -> String {
+    let mut command = vec![
+        ros2_dir().join("run-netns.sh").into_os_string(),
+        distro.into(),
+        env!("CARGO_BIN_EXE_surfcl-node").into(),
+        ros2_dir().join(script).into_os_string(),
+    ];
+    command.extend(args.iter().map(|a| a.to_os_string()));
+    let command: Vec<&std::ffi::OsStr> = command.iter().map(|a| a.as_os_str()).collect();
+    let (status, stdout, stderr) = run_in_namespace(
+        &command,
+        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
+        limit,
+    );
+    eprintln!(
+        "{distro} {script} stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
+        tail(&stderr, 3000)
+    );
+    let status = status.unwrap_or_else(|| panic!("{script} timed out after {limit:?}"));
+    assert!(
+        stderr.contains("surfcl-node exit status after SIGINT: 0"),
+        "the node did not exit with status 0 on SIGINT"
+    );
+    assert!(status.success(), "{script} failed with {status}: {stdout}");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("\"ok\": true"), "{last}");
+    stderr
+}
+
 /// Discovery both ways, the keypoints of a photo equal to `surfcl detect`'s, a 12 MB frame,
 /// the standard parameter services (list, get, describe, a refused and an accepted set that
 /// applies to the next frame), and exit status 0 on SIGINT, with `distro`'s rclpy.
 fn graph_frames_parameters_sigint(distro: &str, domain: &str) {
     require_distro(distro);
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cli_json = cli_keypoints_json(&photo());
-    let (status, stdout, stderr) = run_in_namespace(
+    let photo = photo();
+    let cli_json = cli_keypoints_json(&photo);
+    rclpy_probe(
+        distro,
+        domain,
+        "checks.py",
         &[
-            ros2_dir().join("run-netns.sh").as_os_str(),
-            distro.as_ref(),
-            env!("CARGO_BIN_EXE_surfcl-node").as_ref(),
-            ros2_dir().join("checks.py").as_os_str(),
             "--image".as_ref(),
-            photo().as_os_str(),
+            photo.as_os_str(),
             "--cli-json".as_ref(),
             cli_json.as_os_str(),
         ],
-        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
         Duration::from_secs(240),
     );
     let _ = std::fs::remove_file(&cli_json);
-    eprintln!(
-        "{distro} probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
-        tail(&stderr, 3000)
-    );
-    let status = status.expect("rclpy interop test timed out after 240 s");
-    assert!(
-        stderr.contains("surfcl-node exit status after SIGINT: 0"),
-        "the node did not exit with status 0 on SIGINT"
-    );
-    assert!(
-        status.success(),
-        "rclpy probe failed with {status}: {stdout}"
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains("\"ok\": true"), "{last}");
 }
 
 #[test]
@@ -544,31 +567,17 @@ fn type_hash_constants_equal_the_installed_rosidl_descriptions() {
 fn rclpy_reports_type_hashes(distro: &str, domain: &str) {
     require_distro(distro);
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (status, stdout, stderr) = run_in_namespace(
-        &[
-            ros2_dir().join("run-netns.sh").as_os_str(),
-            distro.as_ref(),
-            env!("CARGO_BIN_EXE_surfcl-node").as_ref(),
-            ros2_dir().join("type_hashes.py").as_os_str(),
-        ],
-        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
+    let stderr = rclpy_probe(
+        distro,
+        domain,
+        "type_hashes.py",
+        &[],
         Duration::from_secs(120),
-    );
-    eprintln!(
-        "{distro} type hash probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
-        tail(&stderr, 2000)
-    );
-    let status = status.expect("type hash probe timed out after 120 s");
-    assert!(
-        status.success(),
-        "type hash probe failed ({status}): {stdout}"
     );
     assert!(
         !stderr.contains("Failed to parse a type hash"),
         "Fast DDS could not parse a type hash the node announced"
     );
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains("\"ok\": true"), "{last}");
 }
 
 #[test]
