@@ -41,6 +41,7 @@ impl Message for CompressedImage {}
 /// DDS type name of [`CompressedImage`].
 pub fn compressed_image_type() -> MessageTypeName {
     MessageTypeName::new("sensor_msgs", "CompressedImage")
+        .with_type_hash(crate::msg::type_hashes::COMPRESSED_IMAGE)
 }
 
 /// How the node receives images: image_transport's transport of its image subscription
@@ -312,6 +313,13 @@ fn to_luminance_in_place(buf: &mut Vec<u8>, color: ColorType, pixels: usize) -> 
 mod tests {
     use super::*;
     use image::{DynamicImage, ImageBuffer, Luma, Rgb, Rgba};
+
+    #[test]
+    fn compressed_image_type_carries_its_hash() {
+        let hash = crate::msg::type_hashes::COMPRESSED_IMAGE;
+        assert_eq!(compressed_image_type().type_hash(), Some(hash));
+        assert!(crate::msg::type_hashes::ALL.contains(&("sensor_msgs/msg/CompressedImage", hash)));
+    }
 
     fn encode(image: DynamicImage, format: ImageFormat) -> Vec<u8> {
         let mut bytes = Vec::new();

@@ -188,17 +188,95 @@ impl Message for DiagnosticArray {}
 
 /// `sensor_msgs/msg/Image`.
 pub fn image_type() -> MessageTypeName {
-    MessageTypeName::new("sensor_msgs", "Image")
+    MessageTypeName::new("sensor_msgs", "Image").with_type_hash(type_hashes::IMAGE)
 }
 /// `surfcl_msgs/msg/KeypointArray`.
 pub fn keypoint_array_type() -> MessageTypeName {
-    MessageTypeName::new("surfcl_msgs", "KeypointArray")
+    MessageTypeName::new("surfcl_msgs", "KeypointArray").with_type_hash(type_hashes::KEYPOINT_ARRAY)
 }
 /// `surfcl_msgs/msg/MatchArray`.
 pub fn match_array_type() -> MessageTypeName {
-    MessageTypeName::new("surfcl_msgs", "MatchArray")
+    MessageTypeName::new("surfcl_msgs", "MatchArray").with_type_hash(type_hashes::MATCH_ARRAY)
 }
 /// `diagnostic_msgs/msg/DiagnosticArray`.
 pub fn diagnostic_array_type() -> MessageTypeName {
     MessageTypeName::new("diagnostic_msgs", "DiagnosticArray")
+        .with_type_hash(type_hashes::DIAGNOSTIC_ARRAY)
+}
+
+/// The REP-2016 hashes of the node's message types. Its endpoints announce them in discovery
+/// when built for Jazzy or Kilted (Humble has none), so that ROS tools report each topic's type
+/// hash (`ros2 topic info -v`). They are the hashes rosidl generates
+/// (`share/<package>/msg/<Type>.json`), equal in Jazzy and Kilted; those of `surfcl_msgs`
+/// follow `ros-node/msg/`, so a change to a message there changes its hash here
+/// (`tests/ros2_interop.rs` checks each against the installed descriptions).
+pub mod type_hashes {
+    use ros2_client::{TypeHash, type_hash};
+
+    /// `surfcl_msgs/msg/KeypointArray`.
+    pub const KEYPOINT_ARRAY: TypeHash =
+        type_hash!("RIHS01_c6566e46f9b5b2e1b1ef0596dcbdff8acb4191bb898865b026025cb5fcbadaea");
+    /// `surfcl_msgs/msg/MatchArray`.
+    pub const MATCH_ARRAY: TypeHash =
+        type_hash!("RIHS01_de414a427179c278229c7d8105748b54c52cb82fdaaea7cce660b5945d6ad692");
+    /// `sensor_msgs/msg/Image`.
+    pub const IMAGE: TypeHash =
+        type_hash!("RIHS01_d31d41a9a4c4bc8eae9be757b0beed306564f7526c88ea6a4588fb9582527d47");
+    /// `sensor_msgs/msg/CompressedImage`.
+    pub const COMPRESSED_IMAGE: TypeHash =
+        type_hash!("RIHS01_15640771531571185e2efc8a100baf923961a4d15d5569652e6cb6691e8e371a");
+    /// `diagnostic_msgs/msg/DiagnosticArray`.
+    pub const DIAGNOSTIC_ARRAY: TypeHash =
+        type_hash!("RIHS01_5a8a36efb05fb25070fa0fb3810290c0e6cd4862b54a8fb975a1ee8dc55a333e");
+
+    /// Each hash above with its type's ROS name.
+    pub const ALL: &[(&str, TypeHash)] = &[
+        ("surfcl_msgs/msg/KeypointArray", KEYPOINT_ARRAY),
+        ("surfcl_msgs/msg/MatchArray", MATCH_ARRAY),
+        ("sensor_msgs/msg/Image", IMAGE),
+        ("sensor_msgs/msg/CompressedImage", COMPRESSED_IMAGE),
+        ("diagnostic_msgs/msg/DiagnosticArray", DIAGNOSTIC_ARRAY),
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use ros2_client::type_hash::announce_qos;
+
+    use super::*;
+
+    /// What ROS 2's RMWs announce for the type, from Iron on.
+    const KEYPOINT_ARRAY_USER_DATA: &[u8] =
+        b"typehash=RIHS01_c6566e46f9b5b2e1b1ef0596dcbdff8acb4191bb898865b026025cb5fcbadaea;";
+
+    #[test]
+    fn type_hashes_are_announced_for_jazzy_and_kilted_and_not_for_humble() {
+        let announced = announce_qos(keypoint_array_type().type_hash())
+            .user_data()
+            .map(|u| u.value);
+        if cfg!(any(feature = "jazzy", feature = "kilted")) {
+            assert_eq!(announced.as_deref(), Some(KEYPOINT_ARRAY_USER_DATA));
+        } else {
+            assert_eq!(announced, None);
+        }
+    }
+
+    /// (`compressed_image_type` has its own test in `compressed`.)
+    #[test]
+    fn each_message_type_carries_its_hash() {
+        let types = [
+            (keypoint_array_type(), type_hashes::KEYPOINT_ARRAY),
+            (match_array_type(), type_hashes::MATCH_ARRAY),
+            (image_type(), type_hashes::IMAGE),
+            (diagnostic_array_type(), type_hashes::DIAGNOSTIC_ARRAY),
+        ];
+        for (ty, hash) in types {
+            let ros_name = format!("{}/msg/{}", ty.package_name(), ty.type_name());
+            assert_eq!(ty.type_hash(), Some(hash), "{ros_name}");
+            assert!(
+                type_hashes::ALL.contains(&(ros_name.as_str(), hash)),
+                "{ros_name} is not in type_hashes::ALL"
+            );
+        }
+    }
 }

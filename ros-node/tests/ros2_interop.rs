@@ -85,7 +85,7 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
             .and_then(|p| p.to_str())
             .unwrap_or("debug");
         let mut build = Command::new(cargo);
-        build.args(["build", "-p", "surfcl-gpu", "--bin", "surfcl"]);
+        build.args(["build", "-p", "surfcl-cli", "--bin", "surfcl"]);
         if profile == "release" {
             build.arg("--release");
         }
@@ -105,43 +105,66 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
     out
 }
 
+/// Runs the rclpy probe `script` (in `tests/ros2`, with `args`) beside the node with `distro`'s
+/// ROS 2 in a private namespace (`run-netns.sh`, ROS domain `domain`, CPU backend), within
+/// `limit`; panics unless the probe reports `"ok": true` and the node exits with status 0 on the
+/// SIGINT that ends the session. Returns the node's and the probe's stderr.
+fn rclpy_probe(
+    distro: &str,
+    domain: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    limit: Duration,
+) -> String {
+    let mut command = vec![
+        ros2_dir().join("run-netns.sh").into_os_string(),
+        distro.into(),
+        env!("CARGO_BIN_EXE_surfcl-node").into(),
+        ros2_dir().join(script).into_os_string(),
+    ];
+    command.extend(args.iter().map(|a| a.to_os_string()));
+    let command: Vec<&std::ffi::OsStr> = command.iter().map(|a| a.as_os_str()).collect();
+    let (status, stdout, stderr) = run_in_namespace(
+        &command,
+        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
+        limit,
+    );
+    eprintln!(
+        "{distro} {script} stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
+        tail(&stderr, 3000)
+    );
+    let status = status.unwrap_or_else(|| panic!("{script} timed out after {limit:?}"));
+    assert!(
+        stderr.contains("surfcl-node exit status after SIGINT: 0"),
+        "the node did not exit with status 0 on SIGINT"
+    );
+    assert!(status.success(), "{script} failed with {status}: {stdout}");
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains("\"ok\": true"), "{last}");
+    stderr
+}
+
 /// Discovery both ways, the keypoints of a photo equal to `surfcl detect`'s, a 12 MB frame,
 /// the standard parameter services (list, get, describe, a refused and an accepted set that
 /// applies to the next frame), and exit status 0 on SIGINT, with `distro`'s rclpy.
 fn graph_frames_parameters_sigint(distro: &str, domain: &str) {
     require_distro(distro);
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cli_json = cli_keypoints_json(&photo());
-    let (status, stdout, stderr) = run_in_namespace(
+    let photo = photo();
+    let cli_json = cli_keypoints_json(&photo);
+    rclpy_probe(
+        distro,
+        domain,
+        "checks.py",
         &[
-            ros2_dir().join("run-netns.sh").as_os_str(),
-            distro.as_ref(),
-            env!("CARGO_BIN_EXE_surfcl-node").as_ref(),
-            ros2_dir().join("checks.py").as_os_str(),
             "--image".as_ref(),
-            photo().as_os_str(),
+            photo.as_os_str(),
             "--cli-json".as_ref(),
             cli_json.as_os_str(),
         ],
-        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
         Duration::from_secs(240),
     );
     let _ = std::fs::remove_file(&cli_json);
-    eprintln!(
-        "{distro} probe stdout:\n{stdout}\nnode/probe stderr (tail):\n{}",
-        tail(&stderr, 3000)
-    );
-    let status = status.expect("rclpy interop test timed out after 240 s");
-    assert!(
-        stderr.contains("surfcl-node exit status after SIGINT: 0"),
-        "the node did not exit with status 0 on SIGINT"
-    );
-    assert!(
-        status.success(),
-        "rclpy probe failed with {status}: {stdout}"
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains("\"ok\": true"), "{last}");
 }
 
 #[test]
@@ -486,4 +509,83 @@ fn rclpy_across_two_network_namespaces_subnet_localhost_and_static_peers() {
             );
         }
     }
+}
+
+/// The hash rosidl generated for `ros_type` (`package/msg/Type` or `package/srv/Type`) in
+/// `distro`'s installation: `share/<package>/<msg|srv>/<Type>.json`, from the ROS 2 wheels in
+/// the venv, or for `surfcl_msgs` from its colcon build (of `ros-node/msg`).
+fn rosidl_type_hash(distro: &str, ros_type: &str) -> String {
+    let mut parts = ros_type.split('/');
+    let (Some(package), Some(kind), Some(name), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        panic!("not a ROS type name: {ros_type}");
+    };
+    let prefix = if package == "surfcl_msgs" {
+        ros2_dir().join(format!(".colcon-{distro}/install/surfcl_msgs"))
+    } else {
+        ros2_dir().join(format!(".venv-{distro}"))
+    };
+    let path = prefix.join(format!("share/{package}/{kind}/{name}.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let description: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    // The first entry is the type itself, then the types it refers to.
+    let own = &description["type_hashes"][0];
+    assert_eq!(own["type_name"], ros_type, "{}", path.display());
+    own["hash_string"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no hash_string in {}", path.display()))
+        .to_string()
+}
+
+/// The type hashes built into the node (its messages, `surfcl_ros::msg::type_hashes`) and into
+/// ros2-client (its own topics and parameter services, `ros2_client::type_hash::builtin`)
+/// equal those rosidl generated in the Kilted and Jazzy installations.
+#[test]
+fn type_hash_constants_equal_the_installed_rosidl_descriptions() {
+    let embedded = surfcl_ros::msg::type_hashes::ALL
+        .iter()
+        .chain(ros2_client::type_hash::builtin::ALL);
+    for distro in ["kilted", "jazzy"] {
+        require_distro(distro);
+        for (ros_type, hash) in embedded.clone() {
+            assert_eq!(
+                hash.as_str(),
+                rosidl_type_hash(distro, ros_type),
+                "{ros_type} in {distro}"
+            );
+        }
+    }
+}
+
+/// The node's endpoints as a ROS 2 node sees them: rclpy's graph (`get_publishers_info_by_topic`
+/// and `get_subscriptions_info_by_topic`) reports for each of the node's topics, its parameter
+/// services and its `ros_discovery_info` the type hash rosidl generated
+/// (`tests/ros2/type_hashes.py`), and Fast DDS warns of no type hash it could not parse.
+fn rclpy_reports_type_hashes(distro: &str, domain: &str) {
+    require_distro(distro);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stderr = rclpy_probe(
+        distro,
+        domain,
+        "type_hashes.py",
+        &[],
+        Duration::from_secs(120),
+    );
+    assert!(
+        !stderr.contains("Failed to parse a type hash"),
+        "Fast DDS could not parse a type hash the node announced"
+    );
+}
+
+#[test]
+fn rclpy_kilted_reports_the_node_endpoints_type_hashes() {
+    rclpy_reports_type_hashes("kilted", "171");
+}
+
+#[test]
+fn rclpy_jazzy_reports_the_node_endpoints_type_hashes() {
+    rclpy_reports_type_hashes("jazzy", "172");
 }

@@ -8,6 +8,7 @@ use ros2_client::dds::rustdds::{
     DomainParticipantBuilder, QosPolicies, QosPolicyBuilder, TopicKind, no_key, policy,
 };
 use ros2_client::qos::{History, WhenFull};
+use ros2_client::type_hash::announce_qos;
 use ros2_client::{Context, Message, Name, Node, NodeName, Publisher, QosProfile, Subscription};
 
 use super::config::{NodeConfig, TopicReliability, resolve_topic};
@@ -191,7 +192,9 @@ fn image_topic(
             max_samples_per_instance: samples,
         })
         .build();
-    let policies = QosPolicies::from(qos).modify_by(&limits);
+    let policies = QosPolicies::from(qos)
+        .modify_by(&limits)
+        .modify_by(&announce_qos(message_type.type_hash()));
     context
         .domain_participant()
         .create_topic(

@@ -25,6 +25,7 @@ use crate::{
   node::{Node, NodeCreateError},
   pubsub::{Publisher, Subscription},
   qos::QosProfile,
+  type_hash::{announce_qos, builtin},
 };
 
 /// Basic BestEffort QoS for subscribers (same as
@@ -226,7 +227,7 @@ impl Context {
     qos: &QosProfile,
   ) -> CreateResult<Topic> {
     info!("Creating topic, DDS name: {topic_dds_name}");
-    let dds_qos: QosPolicies = qos.into();
+    let dds_qos = QosPolicies::from(qos).modify_by(&announce_qos(type_name.type_hash()));
     let topic = self.domain_participant().create_topic(
       topic_dds_name,
       type_name.dds_msg_type(),
@@ -357,21 +358,23 @@ impl ContextInner {
     let ros_discovery_topic = domain_participant.create_topic(
       builtin_topics::ros_discovery::TOPIC_NAME.to_string(),
       builtin_topics::ros_discovery::TYPE_NAME.to_string(),
-      &builtin_topics::ros_discovery::QOS_PUB,
+      &builtin_topics::ros_discovery::QOS_PUB
+        .modify_by(&announce_qos(Some(builtin::PARTICIPANT_ENTITIES_INFO))),
       TopicKind::NoKey,
     )?;
 
     let ros_parameter_events_topic = domain_participant.create_topic(
       builtin_topics::parameter_events::TOPIC_NAME.to_string(),
       builtin_topics::parameter_events::TYPE_NAME.to_string(),
-      &builtin_topics::parameter_events::QOS,
+      &builtin_topics::parameter_events::QOS
+        .modify_by(&announce_qos(Some(builtin::PARAMETER_EVENT))),
       TopicKind::NoKey,
     )?;
 
     let ros_rosout_topic = domain_participant.create_topic(
       builtin_topics::rosout::TOPIC_NAME.to_string(),
       builtin_topics::rosout::TYPE_NAME.to_string(),
-      &builtin_topics::rosout::QOS,
+      &builtin_topics::rosout::QOS.modify_by(&announce_qos(Some(builtin::LOG))),
       TopicKind::NoKey,
     )?;
 

@@ -156,6 +156,8 @@ pub mod rosout;
 pub mod service;
 
 pub mod steady_time;
+/// REP-2016 type hashes announced in discovery (surfcl patch).
+pub mod type_hash;
 mod wide_string;
 
 #[doc(hidden)]
@@ -255,6 +257,8 @@ pub use distributions::{COMPILED_ROS_DISTRO, RosDistro};
 pub use message::Message;
 #[doc(inline)]
 pub use names::{ActionTypeName, MessageTypeName, Name, NodeName, ServiceTypeName};
+
+pub use type_hash::TypeHash;
 #[doc(inline)]
 pub use gid::Gid;
 #[doc(inline)]

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::type_hash::TypeHash;
+
 // TODO:
 // Conform fully to https://design.ros2.org/articles/topic_and_service_names.html
 // and
@@ -299,6 +301,8 @@ pub struct MessageTypeName {
   // recommended to be UTF-8
   ros2_package_name: String, // or should this be "namespace"?
   ros2_type_name: String,
+  // surfcl patch: announced in discovery (Iron and later), see `type_hash`.
+  type_hash: Option<TypeHash>,
 }
 
 impl MessageTypeName {
@@ -308,6 +312,7 @@ impl MessageTypeName {
       prefix: "msg".to_string(),
       ros2_package_name: package_name.to_owned(),
       ros2_type_name: type_name.to_owned(),
+      type_hash: None,
     }
   }
 
@@ -316,7 +321,22 @@ impl MessageTypeName {
       prefix,
       ros2_package_name: package_name.to_owned(),
       ros2_type_name: type_name.to_owned(),
+      type_hash: None,
     }
+  }
+
+  /// The type with its REP-2016 hash, which topics made with it announce in
+  /// discovery when built for Iron or later (surfcl patch, see
+  /// [`crate::type_hash`]).
+  #[must_use]
+  pub fn with_type_hash(mut self, type_hash: TypeHash) -> Self {
+    self.type_hash = Some(type_hash);
+    self
+  }
+
+  /// The type's REP-2016 hash, if given ([`Self::with_type_hash`]).
+  pub fn type_hash(&self) -> Option<TypeHash> {
+    self.type_hash
   }
 
   pub fn package_name(&self) -> &str {
@@ -359,6 +379,20 @@ impl ServiceTypeName {
       prefix,
       msg: MessageTypeName::new(package_name, type_name),
     }
+  }
+
+  /// The service type with its REP-2016 hash (of the service, not of its
+  /// request or response), which its request and reply topics announce, as
+  /// ROS 2 does (surfcl patch, see [`crate::type_hash`]).
+  #[must_use]
+  pub fn with_type_hash(mut self, type_hash: TypeHash) -> Self {
+    self.msg = self.msg.with_type_hash(type_hash);
+    self
+  }
+
+  /// The service type's REP-2016 hash, if given ([`Self::with_type_hash`]).
+  pub fn type_hash(&self) -> Option<TypeHash> {
+    self.msg.type_hash()
   }
 
   pub fn package_name(&self) -> &str {

@@ -34,6 +34,7 @@ use crate::{
   ros_time::ROSTime,
   rosout::{NodeLoggingHandle, RosoutRaw},
   service::{Client, Server, ServiceMapping},
+  type_hash::{announce_qos, builtin},
 };
 
 // ----------------------------------------------------------------------------------------------------
@@ -660,42 +661,48 @@ impl Node {
       let get_parameters_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "get_parameters").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "GetParameters"),
+        &ServiceTypeName::new("rcl_interfaces", "GetParameters")
+          .with_type_hash(builtin::GET_PARAMETERS),
         service_qos.clone(),
         service_qos.clone(),
       )?;
       let get_parameter_types_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "get_parameter_types").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "GetParameterTypes"),
+        &ServiceTypeName::new("rcl_interfaces", "GetParameterTypes")
+          .with_type_hash(builtin::GET_PARAMETER_TYPES),
         service_qos.clone(),
         service_qos.clone(),
       )?;
       let set_parameters_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "set_parameters").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "SetParameters"),
+        &ServiceTypeName::new("rcl_interfaces", "SetParameters")
+          .with_type_hash(builtin::SET_PARAMETERS),
         service_qos.clone(),
         service_qos.clone(),
       )?;
       let set_parameters_atomically_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "set_parameters_atomically").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "SetParametersAtomically"),
+        &ServiceTypeName::new("rcl_interfaces", "SetParametersAtomically")
+          .with_type_hash(builtin::SET_PARAMETERS_ATOMICALLY),
         service_qos.clone(),
         service_qos.clone(),
       )?;
       let list_parameters_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "list_parameters").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "ListParameters"),
+        &ServiceTypeName::new("rcl_interfaces", "ListParameters")
+          .with_type_hash(builtin::LIST_PARAMETERS),
         service_qos.clone(),
         service_qos.clone(),
       )?;
       let describe_parameters_server = self.create_server(
         service_mapping,
         &Name::new(&node_name, "describe_parameters").unwrap(),
-        &ServiceTypeName::new("rcl_interfaces", "DescribeParameters"),
+        &ServiceTypeName::new("rcl_interfaces", "DescribeParameters")
+          .with_type_hash(builtin::DESCRIBE_PARAMETERS),
         service_qos.clone(),
         service_qos.clone(),
       )?;
@@ -1198,8 +1205,10 @@ impl Node {
     // Where are the suffixes documented?
     // And why "Reply" and not "Response" ?
 
-    let request_dds_qos: QosPolicies = (&request_qos).into();
-    let response_dds_qos: QosPolicies = (&response_qos).into();
+    // surfcl patch: both topics announce the service's type hash, as ROS 2 does.
+    let announce = announce_qos(service_type_name.type_hash());
+    let request_dds_qos = QosPolicies::from(&request_qos).modify_by(&announce);
+    let response_dds_qos = QosPolicies::from(&response_qos).modify_by(&announce);
 
     let rq_topic = self.ros_context.domain_participant().create_topic(
       service_name.to_dds_name("rq", &self.node_name, "Request"),
@@ -1253,8 +1262,10 @@ impl Node {
     // Self::check_name_and_add_prefix("rr/", &(service_name.to_owned() +
     // "Reply"))?;
 
-    let request_dds_qos: QosPolicies = (&request_qos).into();
-    let response_dds_qos: QosPolicies = (&response_qos).into();
+    // surfcl patch: both topics announce the service's type hash, as ROS 2 does.
+    let announce = announce_qos(service_type_name.type_hash());
+    let request_dds_qos = QosPolicies::from(&request_qos).modify_by(&announce);
+    let response_dds_qos = QosPolicies::from(&response_qos).modify_by(&announce);
 
     let rq_topic = self.ros_context.domain_participant().create_topic(
       //rq_name,

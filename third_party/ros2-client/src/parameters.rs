@@ -713,9 +713,14 @@ pub mod raw {
 
 #[cfg(test)]
 mod tests {
-  use std::sync::{Arc, Mutex};
+  use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+  };
 
-  use super::{Parameter, ParameterStore, ParameterValue};
+  use super::{
+    NumericRange, Parameter, ParameterDescriptor, ParameterStore, ParameterType, ParameterValue,
+  };
 
   fn param(name: &str, value: ParameterValue) -> Parameter {
     Parameter {

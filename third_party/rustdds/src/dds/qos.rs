@@ -206,6 +206,9 @@ impl QosPolicyBuilder {
       history: self.history,
       resource_limits: self.resource_limits,
       lifespan: self.lifespan,
+      // USER_DATA, like DATA_REPRESENTATION below, holds a `Vec`: set it via
+      // `QosPolicies::with_user_data`.
+      user_data: None,
       // DATA_REPRESENTATION is not part of the (const) builder: it holds a `Vec`
       // (drop glue) which is incompatible with `const fn`, and the built-in QoS
       // policies never need it. Set it via `QosPolicies::with_data_representation`.
@@ -235,6 +238,7 @@ pub struct QosPolicies {
   pub(crate) resource_limits: Option<policy::ResourceLimits>,
   pub(crate) lifespan: Option<policy::Lifespan>,
   pub(crate) data_representation: Option<policy::DataRepresentation>,
+  pub(crate) user_data: Option<policy::UserData>,
   #[cfg(feature = "security")]
   pub(crate) property: Option<policy::Property>,
 }
@@ -333,6 +337,21 @@ impl QosPolicies {
     self
   }
 
+  /// The USER_DATA QoS policy, if set.
+  pub fn user_data(&self) -> Option<policy::UserData> {
+    self.user_data.clone()
+  }
+
+  /// Set the USER_DATA QoS policy (DDS v1.4 Section 2.2.3.1): opaque bytes that
+  /// discovery announces with a DataWriter or DataReader (SEDP `PID_USER_DATA`).
+  /// ROS 2 (Iron and later) puts `typehash=RIHS01_<hex>;` there. Not part of
+  /// [`QosPolicyBuilder`] for the same reason as DATA_REPRESENTATION.
+  #[must_use]
+  pub fn with_user_data(mut self, user_data: policy::UserData) -> Self {
+    self.user_data = Some(user_data);
+    self
+  }
+
   #[cfg(feature = "security")]
   pub fn property(&self) -> Option<policy::Property> {
     self.property.clone()
@@ -362,6 +381,7 @@ impl QosPolicies {
         .data_representation
         .clone()
         .or(self.data_representation.clone()),
+      user_data: other.user_data.clone().or(self.user_data.clone()),
       #[cfg(feature = "security")]
       property: other.property.clone().or(self.property.clone()),
     }
@@ -566,6 +586,7 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      user_data,
       #[cfg(feature = "security")]
         property: _, // TODO: properties to parameter list?
     } = self;
@@ -652,6 +673,7 @@ impl QosPolicies {
       data_representation,
       policy::DataRepresentation
     );
+    emit_option!(PID_USER_DATA, user_data, policy::UserData);
 
     Ok(pl)
   }
@@ -718,6 +740,7 @@ impl QosPolicies {
     let lifespan: Option<policy::Lifespan> = get_option!(PID_LIFESPAN);
     let data_representation: Option<policy::DataRepresentation> =
       get_option!(PID_DATA_REPRESENTATION);
+    let user_data: Option<policy::UserData> = get_option!(PID_USER_DATA);
 
     #[cfg(feature = "security")]
     let property: Option<policy::Property> = None; // TODO: Should also properties be read?
@@ -738,6 +761,7 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      user_data,
       #[cfg(feature = "security")]
       property,
     })
@@ -793,11 +817,14 @@ pub mod policy {
   #[cfg(feature = "security")]
   use crate::serialization::speedy_pl_cdr_helpers::*;
 
-  /*
+  /// DDS 2.2.3.1 USER_DATA: application bytes announced by discovery with the
+  /// entity. On the wire (RTPS `PID_USER_DATA`) a CDR `sequence<octet>`.
+  #[derive(Clone, Debug, PartialEq, Eq, Hash, Readable, Writable, Serialize, Deserialize)]
   pub struct UserData {
     pub value: Vec<u8>,
   }
 
+  /*
   pub struct TopicData {
     pub value: Vec<u8>,
   }

@@ -670,7 +670,7 @@ impl DiscoveryDB {
       reader_proxy: ReaderProxy::from(reader_proxy),
       subscription_topic_data: subscription_data,
       content_filter,
-      user_data: Vec::new(),
+      user_data: super::sedp_messages::user_data_octets(&reader.qos_policy),
     }
   }
 

@@ -16,7 +16,7 @@ use crate::{
       policy::{
         DataRepresentation, Deadline, DestinationOrder, Durability, History, LatencyBudget,
         Lifespan, Liveliness, Ownership, Presentation, Reliability, ResourceLimits,
-        TimeBasedFilter,
+        TimeBasedFilter, UserData,
       },
       HasQoSPolicy, QosPolicies,
     },
@@ -171,7 +171,7 @@ pub struct SubscriptionBuiltinTopicData {
   reliability: Option<Reliability>,
   ownership: Option<Ownership>,
   destination_order: Option<DestinationOrder>,
-  // pub user_data: Option<UserData>,
+  user_data: Option<UserData>,
   time_based_filter: Option<TimeBasedFilter>,
   presentation: Option<Presentation>,
   // pub partition: Option<Partition>,
@@ -220,6 +220,7 @@ impl SubscriptionBuiltinTopicData {
       presentation: None,
       lifespan: None,
       data_representation: None,
+      user_data: None,
       // DDS-RPC
       // TODO: these are not implemented
       service_instance_name: None,  // Note: Not implemented
@@ -268,6 +269,7 @@ impl SubscriptionBuiltinTopicData {
     self.presentation = qos.presentation;
     self.lifespan = qos.lifespan;
     self.data_representation = qos.data_representation.clone();
+    self.user_data = qos.user_data.clone();
     // history does not exist
     // resource_limits does not exist
   }
@@ -287,6 +289,7 @@ impl SubscriptionBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: self.user_data.clone(),
 
       #[cfg(feature = "security")]
       property: None, // TODO: no property QoS?
@@ -338,6 +341,16 @@ impl DiscoveredReaderData {
       user_data: Vec::new(),
     }
   }
+}
+
+/// The octets of the USER_DATA policy in `qos` (empty without one): what
+/// `DiscoveredReaderData::user_data` and `DiscoveredWriterData::user_data` hold.
+pub(crate) fn user_data_octets(qos: &QosPolicies) -> Vec<u8> {
+  qos
+    .user_data
+    .as_ref()
+    .map(|u| u.value.clone())
+    .unwrap_or_default()
 }
 
 impl Keyed for DiscoveredReaderData {
@@ -418,11 +431,7 @@ impl PlCdrDeserialize for DiscoveredReaderData {
 
     let qos = QosPolicies::from_parameter_list(ctx, &pl_map)?;
 
-    let user_data = pl_map
-      .get(&ParameterId::PID_USER_DATA)
-      .and_then(|v| v.first())
-      .map(|p| p.value.clone())
-      .unwrap_or_default();
+    let user_data = user_data_octets(&qos);
 
     Ok(DiscoveredReaderData {
       reader_proxy: ReaderProxy::new(
@@ -489,6 +498,7 @@ impl ParameterListable for DiscoveredReaderData {
           presentation: _,
           lifespan: _,
           data_representation: _,
+          user_data: _,
 
           service_instance_name,
           related_datawriter_key,
@@ -645,6 +655,7 @@ pub struct PublicationBuiltinTopicData {
   pub destination_order: Option<DestinationOrder>,
   pub presentation: Option<Presentation>,
   pub data_representation: Option<DataRepresentation>,
+  pub user_data: Option<UserData>,
 
   // From Remote Procedure Call over DDS:
   pub service_instance_name: Option<String>,
@@ -684,6 +695,7 @@ impl PublicationBuiltinTopicData {
       destination_order: None,
       presentation: None,
       data_representation: None,
+      user_data: None,
 
       service_instance_name: None,  // TODO: These are not supported/used
       related_datareader_key: None, // TODO
@@ -719,6 +731,7 @@ impl PublicationBuiltinTopicData {
     self.destination_order = qos.destination_order;
     self.presentation = qos.presentation;
     self.data_representation = qos.data_representation.clone();
+    self.user_data = qos.user_data.clone();
   }
 
   pub fn qos(&self) -> QosPolicies {
@@ -736,6 +749,7 @@ impl PublicationBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: self.user_data.clone(),
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }
@@ -810,7 +824,7 @@ impl DiscoveredWriterData {
       last_updated: Instant::now(),
       writer_proxy,
       publication_topic_data,
-      user_data: Vec::new(),
+      user_data: user_data_octets(&writer.qos()),
     }
   }
 }
@@ -877,11 +891,7 @@ impl PlCdrDeserialize for DiscoveredWriterData {
 
     let qos = QosPolicies::from_parameter_list(ctx, &pl_map)?;
 
-    let user_data = pl_map
-      .get(&ParameterId::PID_USER_DATA)
-      .and_then(|v| v.first())
-      .map(|p| p.value.clone())
-      .unwrap_or_default();
+    let user_data = user_data_octets(&qos);
 
     Ok(DiscoveredWriterData {
       last_updated: Instant::now(),
@@ -949,6 +959,7 @@ impl ParameterListable for DiscoveredWriterData {
           presentation: _,
           lifespan: _,
           data_representation: _,
+          user_data: _,
 
           service_instance_name,
           related_datareader_key,
@@ -1097,6 +1108,7 @@ impl HasQoSPolicy for TopicBuiltinTopicData {
       resource_limits: self.resource_limits,
       lifespan: self.lifespan,
       data_representation: None, // Topic-level DATA_REPRESENTATION not tracked
+      user_data: None,           // nor USER_DATA (an endpoint's)
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }
@@ -1494,6 +1506,101 @@ mod tests {
     let sdata2 =
       PlCdrSerializerAdapter::<DiscoveredTopicData, LittleEndian>::to_bytes(&dtd2).unwrap();
     assert_eq!(sdata, sdata2);
+  }
+
+  /// The PID_USER_DATA parameter of PL_CDR_LE `bytes`: its serialized value.
+  fn user_data_parameter(bytes: &[u8]) -> Option<Vec<u8>> {
+    let pl =
+      ParameterList::read_from_buffer_with_ctx(speedy::Endianness::LittleEndian, bytes).unwrap();
+    pl.parameters
+      .into_iter()
+      .find(|p| p.parameter_id == ParameterId::PID_USER_DATA)
+      .map(|p| p.value)
+  }
+
+  /// The value ROS 2 (Iron and later) announces, as a CDR sequence<octet> (LE
+  /// length, the octets, padding to 4 bytes).
+  const ROS_TYPE_HASH: &[u8] =
+    b"typehash=RIHS01_e28ce254ca8abc06abf92773b74602cdbf116ed34fbaf294fb9f81da9f318eac;";
+
+  fn sequence_of_octets_le(octets: &[u8]) -> Vec<u8> {
+    let mut v = u32::try_from(octets.len()).unwrap().to_le_bytes().to_vec();
+    v.extend_from_slice(octets);
+    v.resize(v.len().next_multiple_of(4), 0);
+    v
+  }
+
+  #[test]
+  fn user_data_qos_is_announced_and_parsed_with_endpoints() {
+    let qos = QosPolicies::builder().build().with_user_data(UserData {
+      value: ROS_TYPE_HASH.to_vec(),
+    });
+
+    let mut writer_proxy = writer_proxy_data().unwrap();
+    let mut pub_topic_data = publication_builtin_topic_data().unwrap();
+    writer_proxy.remote_writer_guid = pub_topic_data.key;
+    pub_topic_data.set_qos(&qos);
+    let dwd = DiscoveredWriterData {
+      last_updated: Instant::now(),
+      writer_proxy,
+      publication_topic_data: pub_topic_data,
+      user_data: user_data_octets(&qos),
+    };
+    let wdata = dwd
+      .to_pl_cdr_bytes(RepresentationIdentifier::PL_CDR_LE)
+      .unwrap();
+    assert_eq!(
+      user_data_parameter(&wdata),
+      Some(sequence_of_octets_le(ROS_TYPE_HASH))
+    );
+    let mut dwd2: DiscoveredWriterData =
+      PlCdrDeserializerAdapter::from_bytes(&wdata, RepresentationIdentifier::PL_CDR_LE).unwrap();
+    dwd2.last_updated = dwd.last_updated;
+    assert_eq!(dwd2.user_data, ROS_TYPE_HASH);
+    assert_eq!(dwd2, dwd);
+
+    let mut reader_proxy = reader_proxy_data().unwrap();
+    let mut sub_topic_data = subscription_builtin_topic_data().unwrap();
+    reader_proxy.remote_reader_guid = sub_topic_data.key;
+    sub_topic_data.set_qos(&qos);
+    let drd = DiscoveredReaderData {
+      reader_proxy,
+      subscription_topic_data: sub_topic_data,
+      content_filter: None,
+      user_data: user_data_octets(&qos),
+    };
+    let rdata = drd
+      .to_pl_cdr_bytes(RepresentationIdentifier::PL_CDR_LE)
+      .unwrap();
+    assert_eq!(
+      user_data_parameter(&rdata),
+      Some(sequence_of_octets_le(ROS_TYPE_HASH))
+    );
+    let drd2: DiscoveredReaderData =
+      PlCdrDeserializerAdapter::from_bytes(&rdata, RepresentationIdentifier::PL_CDR_LE).unwrap();
+    assert_eq!(drd2.user_data, ROS_TYPE_HASH);
+    assert_eq!(
+      drd2.subscription_topic_data.qos().user_data(),
+      qos.user_data()
+    );
+    assert_eq!(drd2, drd);
+  }
+
+  #[test]
+  fn endpoints_without_user_data_announce_none() {
+    let mut writer_proxy = writer_proxy_data().unwrap();
+    let pub_topic_data = publication_builtin_topic_data().unwrap();
+    writer_proxy.remote_writer_guid = pub_topic_data.key;
+    let dwd = DiscoveredWriterData {
+      last_updated: Instant::now(),
+      writer_proxy,
+      publication_topic_data: pub_topic_data,
+      user_data: Vec::new(),
+    };
+    let wdata = dwd
+      .to_pl_cdr_bytes(RepresentationIdentifier::PL_CDR_LE)
+      .unwrap();
+    assert_eq!(user_data_parameter(&wdata), None);
   }
 
   // TODO: somehow get some actual bytes of ParticipantMessageData
