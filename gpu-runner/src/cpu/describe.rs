@@ -227,6 +227,8 @@ pub(super) fn haar_maps<'c>(
 /// The keypoints and descriptors of one frame in the order they are described in.
 #[derive(Debug, Default)]
 pub(super) struct SpatialOrder {
+    /// The sort keys of [`row_order_key`], one per keypoint.
+    keys: Vec<u64>,
     /// `order[j]`: the index in the frame's (strongest first) order of the `j`-th keypoint from
     /// the top of the image.
     order: Vec<usize>,
@@ -261,20 +263,28 @@ pub(super) fn describe_parallel(
     out: &mut Vec<Descriptor>,
 ) -> Result<(), Error> {
     let SpatialOrder {
+        keys,
         order,
         rank,
         keypoints: sorted,
         descriptors: described,
     } = spatial;
     let n = keypoints.len();
-    order.clear();
-    order.extend(0..n);
-    // A total order (row, then index): the same permutation however it is sorted.
-    let by_row = |&a: &usize, &b: &usize| keypoints[a].y.total_cmp(&keypoints[b].y).then(a.cmp(&b));
+    let Some(keyed) = row_order_keys(keypoints, keys) else {
+        return Err(Error::Internal(format!(
+            "{n} keypoints: too many to sort by row"
+        )));
+    };
     match pool {
-        Some(pool) => pool.install(|| order.par_sort_unstable_by(by_row)),
-        None => order.sort_unstable_by(by_row),
+        Some(pool) => pool.install(|| keyed.par_sort_unstable()),
+        None => keyed.sort_unstable(),
     }
+    order.clear();
+    order.extend(
+        keyed
+            .iter()
+            .map(|&key| (key & u64::from(u32::MAX)) as usize),
+    );
     sorted.clear();
     sorted.extend(order.iter().map(|&i| keypoints[i]));
     // Grown once, then overwritten frame after frame.
@@ -319,4 +329,68 @@ pub(super) fn describe_parallel(
     }
     out.extend(appended.iter().map(|&j| described[j]));
     Ok(())
+}
+
+/// `keys` refilled with [`row_order_key`] of every keypoint: sorted as integers, they give the
+/// keypoints by row (`f32::total_cmp`), then by index, a total order, so the same permutation
+/// however they are sorted. `None` for more than `u32::MAX` keypoints.
+fn row_order_keys<'k>(keypoints: &[Keypoint], keys: &'k mut Vec<u64>) -> Option<&'k mut [u64]> {
+    keys.clear();
+    for (index, kp) in keypoints.iter().enumerate() {
+        keys.push(row_order_key(kp.y, u32::try_from(index).ok()?));
+    }
+    Some(keys)
+}
+
+/// `y` mapped to an unsigned integer in the order of `f32::total_cmp` (negative values: every
+/// bit flipped; others: the sign bit set), above `index`: integer compares, where a
+/// comparison through the keypoints reads two scattered records per step.
+fn row_order_key(y: f32, index: u32) -> u64 {
+    let bits = y.to_bits();
+    let ordered = if bits >> 31 == 1 {
+        !bits
+    } else {
+        bits | 1 << 31
+    };
+    (u64::from(ordered) << 32) | u64::from(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys sort as `f32::total_cmp` on the row, then the index, for values of every kind.
+    #[test]
+    fn row_order_keys_sort_as_total_cmp_then_index() {
+        let rows = [
+            3.5,
+            -0.0,
+            0.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -2.25,
+            1e-40,
+            3.5,
+            -1e-40,
+            0.0,
+        ];
+        let keypoints: Vec<Keypoint> = rows
+            .iter()
+            .map(|&y| Keypoint {
+                y,
+                ..Keypoint::default()
+            })
+            .collect();
+        let mut expected: Vec<usize> = (0..rows.len()).collect();
+        expected.sort_by(|&a, &b| rows[a].total_cmp(&rows[b]).then(a.cmp(&b)));
+        let mut keys = Vec::new();
+        let keyed = row_order_keys(&keypoints, &mut keys).unwrap();
+        keyed.sort_unstable();
+        let got: Vec<usize> = keyed.iter().map(|&k| (k & 0xffff_ffff) as usize).collect();
+        assert_eq!(got, expected);
+        // Not the input order: otherwise this would not test the sort.
+        assert_ne!(got, (0..rows.len()).collect::<Vec<_>>());
+    }
 }

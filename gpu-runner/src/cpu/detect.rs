@@ -5,13 +5,20 @@
 //! the two rows at each seam between bands are scanned once both bands are filled
 //! ([`Threads`]). The sink keeps the strongest keypoints under a total order whatever the order
 //! they are offered in, and the counts are sums, so the result is the single-threaded one.
+//! What the core would do on one thread between the octaves' fills is spread over the pool
+//! too: the move of the intervals an octave shares with the one before
+//! ([`Strategy::move_shared`], in waves of rows), and the final sort ([`PoolSorted`]). On a
+//! 16-core host each of them took longer than a whole octave above the first, with 15 cores
+//! idle (docs/BENCHMARKS.md, "scaling").
 
 use std::ops::Range;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use surfcl_core::surf::{self, DetectStats, OctaveFill, Strategy, SurfError, column_scratch_len};
+use surfcl_core::surf::{
+    self, DetectStats, INTERVALS, OctaveFill, Strategy, SurfError, column_scratch_len,
+};
 use surfcl_core::{Keypoint, KeypointSink};
 
 use super::simd::Kernels;
@@ -28,6 +35,13 @@ const MIN_BAND_ROWS: usize = 4;
 /// Bands per thread wanted in an octave: maxima gather where the image is textured, so a few
 /// bands per thread let work stealing even the threads out.
 const BANDS_PER_THREAD: usize = 3;
+
+/// Grid rows whose shared intervals are moved on the calling thread before the waves: the
+/// first waves (`[1, 4)`, `[4, 16)`) are too short to be worth a trip through the pool.
+const SERIAL_MOVE_ROWS: usize = 16;
+
+/// Grid rows per task of a wave of the shared-interval move.
+const MOVE_ROWS_PER_TASK: usize = 4;
 
 /// The buffers of detection, kept from frame to frame.
 #[derive(Debug, Default)]
@@ -141,6 +155,42 @@ impl Strategy for Threads<'_> {
         })
     }
 
+    /// Rows `0..SERIAL_MOVE_ROWS` as the core moves them, then waves `[a, 4a)` on the pool: a
+    /// wave's destinations all lie before its rows' sources (`previous_gw >= 2 gw`), which
+    /// no earlier wave has overwritten, so each word moves as in the core's order.
+    fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
+        let words = INTERVALS as usize;
+        let first_wave = rows.min(SERIAL_MOVE_ROWS);
+        surf::Serial::default().move_shared(maps, previous_gw, gw, first_wave);
+        let (row_words, source_row_words) = (gw * words, 2 * previous_gw * words);
+        let mut start = first_wave.max(1);
+        while start < rows {
+            let end = (4 * start).min(rows);
+            let split = start * source_row_words;
+            if split > maps.len() || end * row_words > split {
+                // Not the core's nested grids: row after row, as the core moves them.
+                surf::Serial::default().move_shared(maps, previous_gw, gw, rows);
+                return;
+            }
+            let (destinations, sources) = maps.split_at_mut(split);
+            let destinations = &mut destinations[start * row_words..end * row_words];
+            let sources = &*sources;
+            self.pool.install(|| {
+                destinations
+                    .par_chunks_mut(MOVE_ROWS_PER_TASK * row_words)
+                    .enumerate()
+                    .for_each(|(task, rows)| {
+                        let first = task * MOVE_ROWS_PER_TASK;
+                        for (k, row) in rows.chunks_mut(row_words).enumerate() {
+                            let from = (first + k) * source_row_words;
+                            move_row(row, sources.get(from..).unwrap_or_default());
+                        }
+                    });
+            });
+            start = end;
+        }
+    }
+
     fn fill_and_scan<S: KeypointSink>(
         &mut self,
         fill: &OctaveFill<'_>,
@@ -222,6 +272,49 @@ impl Strategy for Threads<'_> {
     }
 }
 
+/// One grid row's intervals 0 and 1 (`row`, four words per sample) from intervals 1 and 3 of
+/// every other sample of the previous octave's row `source` (which starts at the row's first
+/// source sample).
+fn move_row(row: &mut [u32], source: &[u32]) {
+    for (sample, pair) in row.chunks_exact_mut(4).zip(source.chunks_exact(8)) {
+        sample[0] = pair[1];
+        sample[1] = pair[3];
+    }
+}
+
+/// A sink whose [`KeypointSink::sort`] runs on a pool: a frame's few thousand keypoints sorted
+/// on one thread leave the other threads idle for as long as a small octave's fill. The order
+/// is [`Keypoint::rank_cmp`], a total order, so any sort gives the same sequence.
+pub(super) struct PoolSorted<'p, S> {
+    pub sink: S,
+    pub pool: Option<&'p rayon::ThreadPool>,
+}
+
+impl<S: KeypointSink + Send> KeypointSink for PoolSorted<'_, S> {
+    fn offer(&mut self, point: Keypoint) {
+        self.sink.offer(point);
+    }
+    fn points(&self) -> &[Keypoint] {
+        self.sink.points()
+    }
+    fn points_mut(&mut self) -> &mut [Keypoint] {
+        self.sink.points_mut()
+    }
+    fn sort(&mut self) {
+        let points = self.sink.points_mut();
+        match self.pool {
+            Some(pool) => pool.install(|| points.par_sort_unstable_by(Keypoint::rank_cmp)),
+            None => points.sort_unstable_by(Keypoint::rank_cmp),
+        }
+    }
+    fn dropped(&self) -> usize {
+        self.sink.dropped()
+    }
+    fn clear(&mut self) {
+        self.sink.clear();
+    }
+}
+
 /// The keypoints and counts of one band of rows of the threaded scan.
 #[derive(Debug, Default)]
 struct ScanBand {
@@ -281,6 +374,45 @@ pub(super) fn detect_surf<S: KeypointSink>(
         None => {
             let mut one = OneThread { kernels, buffers };
             surf::detect_with_strategy(ii, config, scratch, sink, &mut one)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The waves on the pool move the words the core's row-after-row move does, leaving every
+    /// other word as it was: nested grids of several shapes (one wave, several, a last wave
+    /// cut short, rows within the serial part only), one thread and several.
+    #[test]
+    fn waves_of_moves_equal_the_core_move() {
+        for (previous_gw, gw, rows) in [(15, 7, 100), (20, 10, 9), (480, 240, 135), (9, 4, 300)] {
+            let len = (2 * rows - 1) * previous_gw * INTERVALS as usize;
+            let words: Vec<u32> = (0..len as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
+            let mut expected = words.clone();
+            surf::Serial::default().move_shared(&mut expected, previous_gw, gw, rows);
+            assert_ne!(expected, words);
+            for threads in [1, 2, 7] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = words.clone();
+                let mut buffers = DetectBuffers::default();
+                let mut strategy = Threads {
+                    pool: &pool,
+                    kernels: &Kernels::default(),
+                    buffers: &mut buffers,
+                };
+                strategy.move_shared(&mut got, previous_gw, gw, rows);
+                assert!(
+                    got == expected,
+                    "{previous_gw} -> {gw} x {rows}, {threads} threads"
+                );
+            }
         }
     }
 }
