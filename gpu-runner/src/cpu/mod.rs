@@ -56,8 +56,8 @@ pub struct CpuBackend {
     /// The hot loops for this CPU.
     kernels: Kernels,
     integral: Vec<u32>,
-    /// The row sums left of each column strip of the threaded integral image.
-    integral_left_sums: Vec<u32>,
+    /// The table rows above each band of rows of the threaded integral image.
+    integral_carries: Vec<u32>,
     surf_scratch: Vec<u32>,
     /// The column scratch and band outputs of detection.
     detect_buffers: DetectBuffers,
@@ -268,7 +268,7 @@ impl CpuBackend {
             image,
             &mut self.integral[..len],
             self.pool.as_deref(),
-            &mut self.integral_left_sums,
+            &mut self.integral_carries,
         )?;
         timings.push(StageTiming {
             name: "integral".into(),
