@@ -1,15 +1,16 @@
 //! SURF detection on the backend's threads: the core's driver (`surf::detect_with_strategy`)
 //! with a [`Strategy`] of this backend. On one thread each band of grid rows is scanned as soon
 //! as it is filled, while its maps are in the cache ([`OneThread`]). On several, each task fills
-//! a band of rows and scans the rows whose neighbours are in its band, into a sink of its own;
-//! the two rows at each seam between bands are scanned once both bands are filled
-//! ([`Threads`]). The sink keeps the strongest keypoints under a total order whatever the order
+//! a band of rows and scans the rows whose neighbours are in its band, into a sink of its own,
+//! and copies its first and last two rows to the seams with the bands beside it; the task
+//! that completes a seam scans its two rows there ([`Threads`], [`Seam`]): one pass over the
+//! pool per octave, no second one for the seams. The sink keeps the strongest keypoints under a total order whatever the order
 //! they are offered in, and the counts are sums, so the result is the single-threaded one.
 //! What the core would do on one thread between the octaves' fills is spread over the pool
 //! too: the move of the intervals an octave shares with the one before
 //! ([`Strategy::move_shared`], in waves of rows), and the final sort ([`PoolSorted`]). On a
-//! 16-core host each of them took longer than a whole octave above the first, with 15 cores
-//! idle (docs/BENCHMARKS.md, "scaling").
+//! 16-core host the move alone took as long as the octave after it, 15 cores idle
+//! (docs/BENCHMARKS.md, "scaling").
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -28,8 +29,8 @@ use super::support::ensure_len;
 /// which stays in a core's cache until the band is scanned.
 const BAND_ROWS: usize = 16;
 
-/// The smallest band of the threaded fill: below, the seams' second scan costs more than a
-/// better balance saves.
+/// The smallest band of the threaded fill: below, the seams' copies and scans cost more than
+/// a better balance saves.
 const MIN_BAND_ROWS: usize = 4;
 
 /// Bands per thread wanted in an octave: maxima gather where the image is textured, so a few
@@ -51,6 +52,8 @@ pub(super) struct DetectBuffers {
     columns: Vec<Mutex<Vec<u32>>>,
     /// The keypoints and counts of each band of an octave.
     bands: Vec<ScanBand>,
+    /// The seams between the bands of an octave: `seams[k]` above band `k + 1`.
+    seams: Vec<Mutex<Seam>>,
 }
 
 /// Detection on the calling thread, with `kernels`.
@@ -208,17 +211,28 @@ impl Strategy for Threads<'_> {
         }
         let pool = self.pool;
         self.columns();
-        let DetectBuffers { columns, bands } = &mut *self.buffers;
+        let DetectBuffers {
+            columns,
+            bands,
+            seams,
+        } = &mut *self.buffers;
         if bands.len() < count {
             bands.resize_with(count, ScanBand::default);
         }
         let bands = &mut bands[..count];
+        if seams.len() < count - 1 {
+            seams.resize_with(count - 1, Mutex::default);
+        }
+        let seams = &seams[..count - 1];
+        for seam in seams {
+            lock(seam).clear();
+        }
         let (expected, actual) = (rows * row_words, maps.len());
         let maps = maps
             .get_mut(..expected)
             .ok_or(SurfError::ScratchLength { expected, actual })?;
         let columns = &columns[..];
-        // Each band filled, then scanned where it can be on its own.
+        // Each band filled, scanned where it can be on its own, and handed to its seams.
         pool.install(|| {
             maps.par_chunks_mut(band_rows * row_words)
                 .zip(bands.par_iter_mut())
@@ -239,29 +253,26 @@ impl Strategy for Threads<'_> {
                             &mut band.stats,
                         )?;
                     }
-                    Ok::<(), SurfError>(())
-                })
-        })?;
-        // The two rows at each seam, whose neighbours are in two bands.
-        let view = fill.maps(maps, 0);
-        pool.install(|| {
-            bands
-                .par_iter_mut()
-                .enumerate()
-                .skip(1)
-                .try_for_each(|(k, band)| {
-                    let seam = k * band_rows;
-                    for interval in 1..=2 {
-                        view.scan_rows(
-                            interval,
-                            seam - 1..seam + 1,
-                            &mut band.points,
-                            &mut band.stats,
-                        )?;
+                    let chunk = &*chunk;
+                    if let Some(above) = k.checked_sub(1).and_then(|j| seams.get(j)) {
+                        let top = chunk.get(..2 * row_words).unwrap_or(chunk);
+                        lock(above).add_half(fill, first, SeamHalf::Below(top))?;
+                    }
+                    if let Some(below) = seams.get(k) {
+                        let bottom = chunk.get(chunk.len().saturating_sub(2 * row_words)..);
+                        let bottom = bottom.unwrap_or_default();
+                        lock(below).add_half(fill, band_range.end, SeamHalf::Above(bottom))?;
                     }
                     Ok::<(), SurfError>(())
                 })
         })?;
+        for seam in seams {
+            let seam = lock(seam);
+            for &point in seam.points.points() {
+                sink.offer(point);
+            }
+            stats.add_scan(&seam.stats);
+        }
         for band in bands.iter() {
             for &point in band.points.points() {
                 sink.offer(point);
@@ -312,6 +323,82 @@ impl<S: KeypointSink + Send> KeypointSink for PoolSorted<'_, S> {
     }
     fn clear(&mut self) {
         self.sink.clear();
+    }
+}
+
+/// `mutex`'s contents (a panic elsewhere leaves nothing half-written that matters here).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The grid rows one band hands to a seam: its last two (`Above` the seam) or its first two
+/// (`Below`; one, when the band has one row).
+enum SeamHalf<'r> {
+    Above(&'r [u32]),
+    Below(&'r [u32]),
+}
+
+/// The rows around one seam of the threaded scan (grid row `row`, the first of a band): the two
+/// rows above it and the rows below it, copied there by the tasks of the two bands, and what the
+/// scan of rows `row - 1` and `row` found once both were there.
+#[derive(Debug, Default)]
+pub(super) struct Seam {
+    /// Rows `row - 2 ..`, `row_words` each.
+    rows: Vec<u32>,
+    /// The rows below the seam copied (at most 2).
+    rows_below: usize,
+    /// The halves copied so far this octave.
+    halves: u8,
+    points: CollectedPoints,
+    stats: DetectStats,
+}
+
+impl Seam {
+    fn clear(&mut self) {
+        self.halves = 0;
+        self.rows_below = 0;
+        self.points.clear();
+        self.stats = DetectStats::default();
+    }
+
+    /// Copies `half` of seam row `row` of `fill`'s octave; the second half scans the seam's
+    /// two rows (a band has at least two rows above a seam, so both are scannable when the
+    /// band below has two rows, and the core's scan skips the last row when it has one).
+    fn add_half(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        row: usize,
+        half: SeamHalf<'_>,
+    ) -> Result<(), SurfError> {
+        let row_words = fill.row_words();
+        ensure_len(&mut self.rows, 4 * row_words);
+        let (at, words) = match half {
+            SeamHalf::Above(words) => (0, words),
+            SeamHalf::Below(words) => {
+                self.rows_below = words.len() / row_words;
+                (2 * row_words, words)
+            }
+        };
+        if let Some(place) = self.rows.get_mut(at..at + words.len()) {
+            place.copy_from_slice(words);
+        }
+        self.halves += 1;
+        if self.halves < 2 || row < 2 {
+            return Ok(());
+        }
+        let held = self.rows.get(..(2 + self.rows_below) * row_words);
+        let view = fill.maps(held.unwrap_or_default(), row - 2);
+        for interval in 1..=2 {
+            view.scan_rows(
+                interval,
+                row - 1..row + 1,
+                &mut self.points,
+                &mut self.stats,
+            )?;
+        }
+        Ok(())
     }
 }
 
