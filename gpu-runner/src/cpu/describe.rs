@@ -318,9 +318,13 @@ pub(super) fn describe_parallel(
     match pool {
         Some(pool) => pool.install(|| {
             sorted.par_extend(order.par_iter().map(|&i| keypoints[i]));
+            // Every run a task of its own (rayon otherwise hands each thread long stretches of
+            // runs, split further only when stolen): a thread on a busier core, or with
+            // larger keypoints, leaves no long tail to the others.
             sorted
                 .par_chunks_mut(KEYPOINTS_PER_TASK)
                 .zip(described.par_chunks_mut(KEYPOINTS_PER_TASK))
+                .with_max_len(1)
                 .try_for_each(|(kps, descs)| {
                     (kernels.describe_all)(ii, kps, upright, descs, maps)
                 })?;

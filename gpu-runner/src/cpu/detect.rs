@@ -237,6 +237,8 @@ impl Strategy for Threads<'_> {
             maps.par_chunks_mut(band_rows * row_words)
                 .zip(bands.par_iter_mut())
                 .enumerate()
+                // Every band a task of its own, for work stealing to even out (as in describe).
+                .with_max_len(1)
                 .try_for_each(|(k, (chunk, band))| {
                     let first = k * band_rows;
                     let band_range = first..first + chunk.len() / row_words;
