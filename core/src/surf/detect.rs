@@ -83,9 +83,9 @@ pub trait Strategy {
     /// Moves the previous `f32` octave's intervals 1 and 3 (a grid `previous_gw` wide, at the
     /// start of `maps`) at sample `(2 sx, 2 sy)` to this octave's intervals 0 and 1 at sample
     /// `(sx, sy)`, for this octave's grid rows `0..rows` of `gw` samples, in place in `maps`.
-    /// `previous_gw >= 2 gw`, so the destination of row `sy` lies before the sources of every
-    /// row from `sy / 4` on: a strategy may move the rows of `[a, 4a)` at once once the rows
-    /// before `a` are moved. By default row after row on this thread.
+    /// `previous_gw >= 2 gw`, so the destinations of rows `..4a` lie before the sources of row
+    /// `a` and of every row after it: a strategy may move the rows of `[a, 4a)` at once, once
+    /// the rows before `a` are moved. By default row after row on this thread.
     fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
         move_shared_rows(maps, previous_gw, gw, 0..rows);
     }
