@@ -1,16 +1,16 @@
 //! SURF detection on the backend's threads: the core's driver (`surf::detect_with_strategy`)
 //! with a [`Strategy`] of this backend. On one thread each band of grid rows is scanned as soon
 //! as it is filled, while its maps are in the cache ([`OneThread`]). On several, each task fills
-//! a band of rows and scans the rows whose neighbours are in its band, into a sink of its own,
-//! and copies its first and last two rows to the seams with the bands beside it; the task
-//! that completes a seam scans its two rows there ([`Threads`], [`Seam`]): one pass over the
-//! pool per octave, no second one for the seams. The sink keeps the strongest keypoints under a total order whatever the order
+//! a band of rows, scans the rows whose neighbours are in its band into a sink of its own, and
+//! copies its first and last two rows to the seams with the bands beside it; the task that
+//! completes a seam scans its two rows there ([`Threads`], [`Seam`]): one pass over the pool
+//! per octave. The sink keeps the strongest keypoints under a total order whatever the order
 //! they are offered in, and the counts are sums, so the result is the single-threaded one.
-//! What the core would do on one thread between the octaves' fills is spread over the pool
-//! too: the move of the intervals an octave shares with the one before
-//! ([`Strategy::move_shared`], in waves of rows), and the final sort ([`PoolSorted`]). On a
-//! 16-core host the move alone took as long as the octave after it, 15 cores idle
-//! (docs/BENCHMARKS.md, "scaling").
+//!
+//! What the core does on one thread between the octaves' fills is spread over the pool too:
+//! the move of the intervals an octave shares with the one before ([`Strategy::move_shared`],
+//! in waves of rows) and the final sort ([`PoolSorted`]). On a 16-core host the move alone,
+//! on one thread, took about as long as the octave after it on all 16 (docs/BENCHMARKS.md).
 
 use std::ops::Range;
 use std::sync::Mutex;
