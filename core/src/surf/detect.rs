@@ -79,6 +79,16 @@ pub trait Strategy {
     fn band_rows(&self) -> usize {
         0
     }
+
+    /// Moves the previous `f32` octave's intervals 1 and 3 (a grid `previous_gw` wide, at the
+    /// start of `maps`) at sample `(2 sx, 2 sy)` to this octave's intervals 0 and 1 at sample
+    /// `(sx, sy)`, for this octave's grid rows `0..rows` of `gw` samples, in place in `maps`.
+    /// `previous_gw >= 2 gw`, so the destinations of rows `..4a` lie before the sources of row
+    /// `a` and of every row after it: a strategy may move the rows of `[a, 4a)` at once, once
+    /// the rows before `a` are moved. By default row after row on this thread.
+    fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
+        move_shared_rows(maps, previous_gw, gw, 0..rows);
+    }
 }
 
 /// The [`Strategy`] of one thread: rows filled with the portable box sums and the column
@@ -189,7 +199,7 @@ pub fn detect_with_strategy<S: KeypointSink, T: Strategy>(
             // `drive` visits the octaves in order, so the scratch holds octave - 1's maps.
             let fill = match shared_source_width(ii, config, octave, scratch.len(), gw, gh) {
                 Some(previous_gw) => {
-                    move_shared_rows(scratch, previous_gw, gw, 0..gh);
+                    strategy.move_shared(scratch, previous_gw, gw, gh);
                     fill.starting_at(2)?
                 }
                 None => fill,

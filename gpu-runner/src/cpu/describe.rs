@@ -150,7 +150,7 @@ impl DescribeStage<'_> {
 
 /// Keypoints described per task: small enough that work stealing evens out keypoints of
 /// different scales, large enough that a task costs far more than handing it out.
-const KEYPOINTS_PER_TASK: usize = 32;
+const KEYPOINTS_PER_TASK: usize = 16;
 
 /// A Haar map pays for itself when it has at most this many cells per keypoint of its size.
 /// A keypoint reads 576 Haar pairs, eight scattered table values each without a map and one
@@ -224,16 +224,56 @@ pub(super) fn haar_maps<'c>(
     Ok(maps)
 }
 
-/// The keypoints and descriptors of one frame in the order they are described in.
+/// Pixel rows per bucket of [`SpatialOrder`]: the keypoints of a bucket are described together,
+/// the buckets from the top of the image down.
+const ROWS_PER_BUCKET: usize = 8;
+
+/// The keypoints and descriptors of one frame in the order they are described in: by buckets of
+/// [`ROWS_PER_BUCKET`] pixel rows from the top, each bucket in the frame's order (a counting
+/// sort: one pass on one thread, where a comparison sort of a few thousand keypoints took as
+/// long as a small octave's fill on 16 threads).
 #[derive(Debug, Default)]
 pub(super) struct SpatialOrder {
-    /// `order[j]`: the index in the frame's (strongest first) order of the `j`-th keypoint from
-    /// the top of the image.
+    /// Where each bucket starts in `order` (then, while placing, the next free place).
+    starts: Vec<usize>,
+    /// `order[j]`: the index in the frame's (strongest first) order of the `j`-th keypoint
+    /// described.
     order: Vec<usize>,
     /// `rank[i]`: where the frame's `i`-th keypoint is in `order` (its inverse).
     rank: Vec<usize>,
     keypoints: Vec<Keypoint>,
     descriptors: Vec<Descriptor>,
+}
+
+impl SpatialOrder {
+    /// Fills `order` and `rank` for `keypoints` on an image of `height` rows. A pure function
+    /// of the keypoints' rows and indices, so the same on any number of threads.
+    fn arrange(&mut self, keypoints: &[Keypoint], height: usize) {
+        let buckets = height / ROWS_PER_BUCKET + 1;
+        // `as` saturates: NaN and negative rows fall in the first bucket, rows below the
+        // image in the last.
+        let bucket = |kp: &Keypoint| (kp.y as usize / ROWS_PER_BUCKET).min(buckets - 1);
+        let starts = &mut self.starts;
+        starts.clear();
+        starts.resize(buckets + 1, 0);
+        for kp in keypoints {
+            starts[bucket(kp) + 1] += 1;
+        }
+        for b in 1..=buckets {
+            starts[b] += starts[b - 1];
+        }
+        self.rank.clear();
+        self.rank.extend(keypoints.iter().map(|kp| {
+            let place = &mut starts[bucket(kp)];
+            *place += 1;
+            *place - 1
+        }));
+        self.order.clear();
+        self.order.resize(keypoints.len(), 0);
+        for (i, &j) in self.rank.iter().enumerate() {
+            self.order[j] = i;
+        }
+    }
 }
 
 /// [`surfcl_core::describe::describe_all`] (with the `kernels` chosen for this CPU) of
@@ -260,23 +300,16 @@ pub(super) fn describe_parallel(
     spatial: &mut SpatialOrder,
     out: &mut Vec<Descriptor>,
 ) -> Result<(), Error> {
+    let n = keypoints.len();
+    spatial.arrange(keypoints, ii.height());
     let SpatialOrder {
         order,
         rank,
         keypoints: sorted,
         descriptors: described,
+        ..
     } = spatial;
-    let n = keypoints.len();
-    order.clear();
-    order.extend(0..n);
-    // A total order (row, then index): the same permutation however it is sorted.
-    let by_row = |&a: &usize, &b: &usize| keypoints[a].y.total_cmp(&keypoints[b].y).then(a.cmp(&b));
-    match pool {
-        Some(pool) => pool.install(|| order.par_sort_unstable_by(by_row)),
-        None => order.sort_unstable_by(by_row),
-    }
     sorted.clear();
-    sorted.extend(order.iter().map(|&i| keypoints[i]));
     // Grown once, then overwritten frame after frame.
     if described.len() < n {
         described.resize(n, [0.0; 64]);
@@ -284,18 +317,30 @@ pub(super) fn describe_parallel(
     let described = &mut described[..n];
     match pool {
         Some(pool) => pool.install(|| {
+            sorted.par_extend(order.par_iter().map(|&i| keypoints[i]));
+            // Every run a task of its own (rayon otherwise hands each thread long stretches of
+            // runs, split further only when stolen): a thread on a busier core, or with
+            // larger keypoints, leaves no long tail to the others.
             sorted
                 .par_chunks_mut(KEYPOINTS_PER_TASK)
                 .zip(described.par_chunks_mut(KEYPOINTS_PER_TASK))
-                .try_for_each(|(kps, descs)| (kernels.describe_all)(ii, kps, upright, descs, maps))
+                .with_max_len(1)
+                .try_for_each(|(kps, descs)| {
+                    (kernels.describe_all)(ii, kps, upright, descs, maps)
+                })?;
+            keypoints
+                .par_iter_mut()
+                .zip(rank.par_iter())
+                .for_each(|(kp, &j)| *kp = sorted[j]);
+            Ok::<(), surfcl_core::describe::DescribeError>(())
         })?,
-        None => (kernels.describe_all)(ii, sorted, upright, described, maps)?,
-    }
-    rank.clear();
-    rank.resize(n, 0);
-    for (j, (&i, kp)) in order.iter().zip(sorted.iter()).enumerate() {
-        keypoints[i] = *kp;
-        rank[i] = j;
+        None => {
+            sorted.extend(order.iter().map(|&i| keypoints[i]));
+            (kernels.describe_all)(ii, sorted, upright, described, maps)?;
+            for (kp, &j) in keypoints.iter_mut().zip(rank.iter()) {
+                *kp = sorted[j];
+            }
+        }
     }
     // The descriptors `out` already has are overwritten (on the threads), the rest appended.
     out.truncate(n);
@@ -319,4 +364,45 @@ pub(super) fn describe_parallel(
     }
     out.extend(appended.iter().map(|&j| described[j]));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order visits the buckets from the top down, each in the frame's order; `rank` is its
+    /// inverse; rows of every kind (NaN, negative, infinite, below the image) find a bucket.
+    #[test]
+    fn spatial_order_goes_down_the_image_by_buckets() {
+        let height = 40;
+        let rows = [
+            33.0,
+            2.0,
+            f32::NAN,
+            -5.0,
+            f32::INFINITY,
+            7.9,
+            8.0,
+            39.5,
+            500.0,
+            0.0,
+            17.2,
+            2.5,
+        ];
+        let keypoints: Vec<Keypoint> = rows
+            .iter()
+            .map(|&y| Keypoint {
+                y,
+                ..Keypoint::default()
+            })
+            .collect();
+        let mut spatial = SpatialOrder::default();
+        spatial.arrange(&keypoints, height);
+        // Bucket 0 (rows 0-7, NaN and negative ones too) in index order, then 8.0 (bucket 1),
+        // 17.2 (bucket 2), 33.0 and 39.5 (bucket 4), infinity and 500.0 (the last, 5).
+        assert_eq!(spatial.order, [1, 2, 3, 5, 9, 11, 6, 10, 0, 7, 4, 8]);
+        for (j, &i) in spatial.order.iter().enumerate() {
+            assert_eq!(spatial.rank[i], j);
+        }
+    }
 }

@@ -1,17 +1,25 @@
 //! SURF detection on the backend's threads: the core's driver (`surf::detect_with_strategy`)
 //! with a [`Strategy`] of this backend. On one thread each band of grid rows is scanned as soon
 //! as it is filled, while its maps are in the cache ([`OneThread`]). On several, each task fills
-//! a band of rows and scans the rows whose neighbours are in its band, into a sink of its own;
-//! the two rows at each seam between bands are scanned once both bands are filled
-//! ([`Threads`]). The sink keeps the strongest keypoints under a total order whatever the order
+//! a band of rows, scans the rows whose neighbours are in its band into a sink of its own, and
+//! copies its first and last two rows to the seams with the bands beside it; the task that
+//! completes a seam scans its two rows there ([`Threads`], [`Seam`]): one pass over the pool
+//! per octave. The sink keeps the strongest keypoints under a total order whatever the order
 //! they are offered in, and the counts are sums, so the result is the single-threaded one.
+//!
+//! What the core does on one thread between the octaves' fills is spread over the pool too:
+//! the move of the intervals an octave shares with the one before ([`Strategy::move_shared`],
+//! in waves of rows) and the final sort ([`PoolSorted`]). On a 16-core host the move alone,
+//! on one thread, took about as long as the octave after it on all 16 (docs/BENCHMARKS.md).
 
 use std::ops::Range;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use surfcl_core::surf::{self, DetectStats, OctaveFill, Strategy, SurfError, column_scratch_len};
+use surfcl_core::surf::{
+    self, DetectStats, INTERVALS, OctaveFill, Strategy, SurfError, column_scratch_len,
+};
 use surfcl_core::{Keypoint, KeypointSink};
 
 use super::simd::Kernels;
@@ -21,13 +29,20 @@ use super::support::ensure_len;
 /// which stays in a core's cache until the band is scanned.
 const BAND_ROWS: usize = 16;
 
-/// The smallest band of the threaded fill: below, the seams' second scan costs more than a
-/// better balance saves.
+/// The smallest band of the threaded fill: below, the seams' copies and scans cost more than
+/// a better balance saves.
 const MIN_BAND_ROWS: usize = 4;
 
 /// Bands per thread wanted in an octave: maxima gather where the image is textured, so a few
 /// bands per thread let work stealing even the threads out.
 const BANDS_PER_THREAD: usize = 3;
+
+/// Grid rows whose shared intervals are moved on the calling thread before the waves: the
+/// first waves (`[1, 4)`, `[4, 16)`) are too short to be worth a trip through the pool.
+const SERIAL_MOVE_ROWS: usize = 16;
+
+/// Grid rows per task of a wave of the shared-interval move.
+const MOVE_ROWS_PER_TASK: usize = 4;
 
 /// The buffers of detection, kept from frame to frame.
 #[derive(Debug, Default)]
@@ -37,6 +52,8 @@ pub(super) struct DetectBuffers {
     columns: Vec<Mutex<Vec<u32>>>,
     /// The keypoints and counts of each band of an octave.
     bands: Vec<ScanBand>,
+    /// The seams between the bands of an octave: `seams[k]` above band `k + 1`.
+    seams: Vec<Mutex<Seam>>,
 }
 
 /// Detection on the calling thread, with `kernels`.
@@ -141,6 +158,42 @@ impl Strategy for Threads<'_> {
         })
     }
 
+    /// Rows `0..SERIAL_MOVE_ROWS` as the core moves them, then waves `[a, 4a)` on the pool: a
+    /// wave's destinations all lie before its rows' sources (`previous_gw >= 2 gw`), which
+    /// no earlier wave has overwritten, so each word moves as in the core's order.
+    fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
+        let words = INTERVALS as usize;
+        let first_wave = rows.min(SERIAL_MOVE_ROWS);
+        surf::Serial::default().move_shared(maps, previous_gw, gw, first_wave);
+        let (row_words, source_row_words) = (gw * words, 2 * previous_gw * words);
+        let mut start = first_wave.max(1);
+        while start < rows {
+            let end = (4 * start).min(rows);
+            let split = start * source_row_words;
+            if split > maps.len() || end * row_words > split {
+                // Not the core's nested grids: row after row, as the core moves them.
+                surf::Serial::default().move_shared(maps, previous_gw, gw, rows);
+                return;
+            }
+            let (destinations, sources) = maps.split_at_mut(split);
+            let destinations = &mut destinations[start * row_words..end * row_words];
+            let sources = &*sources;
+            self.pool.install(|| {
+                destinations
+                    .par_chunks_mut(MOVE_ROWS_PER_TASK * row_words)
+                    .enumerate()
+                    .for_each(|(task, rows)| {
+                        let first = task * MOVE_ROWS_PER_TASK;
+                        for (k, row) in rows.chunks_mut(row_words).enumerate() {
+                            let from = (first + k) * source_row_words;
+                            move_row(row, sources.get(from..).unwrap_or_default());
+                        }
+                    });
+            });
+            start = end;
+        }
+    }
+
     fn fill_and_scan<S: KeypointSink>(
         &mut self,
         fill: &OctaveFill<'_>,
@@ -158,21 +211,34 @@ impl Strategy for Threads<'_> {
         }
         let pool = self.pool;
         self.columns();
-        let DetectBuffers { columns, bands } = &mut *self.buffers;
+        let DetectBuffers {
+            columns,
+            bands,
+            seams,
+        } = &mut *self.buffers;
         if bands.len() < count {
             bands.resize_with(count, ScanBand::default);
         }
         let bands = &mut bands[..count];
+        if seams.len() < count - 1 {
+            seams.resize_with(count - 1, Mutex::default);
+        }
+        let seams = &seams[..count - 1];
+        for seam in seams {
+            lock(seam).clear();
+        }
         let (expected, actual) = (rows * row_words, maps.len());
         let maps = maps
             .get_mut(..expected)
             .ok_or(SurfError::ScratchLength { expected, actual })?;
         let columns = &columns[..];
-        // Each band filled, then scanned where it can be on its own.
+        // Each band filled, scanned where it can be on its own, and handed to its seams.
         pool.install(|| {
             maps.par_chunks_mut(band_rows * row_words)
                 .zip(bands.par_iter_mut())
                 .enumerate()
+                // Every band a task of its own, for work stealing to even out (as in describe).
+                .with_max_len(1)
                 .try_for_each(|(k, (chunk, band))| {
                     let first = k * band_rows;
                     let band_range = first..first + chunk.len() / row_words;
@@ -189,34 +255,150 @@ impl Strategy for Threads<'_> {
                             &mut band.stats,
                         )?;
                     }
-                    Ok::<(), SurfError>(())
-                })
-        })?;
-        // The two rows at each seam, whose neighbours are in two bands.
-        let view = fill.maps(maps, 0);
-        pool.install(|| {
-            bands
-                .par_iter_mut()
-                .enumerate()
-                .skip(1)
-                .try_for_each(|(k, band)| {
-                    let seam = k * band_rows;
-                    for interval in 1..=2 {
-                        view.scan_rows(
-                            interval,
-                            seam - 1..seam + 1,
-                            &mut band.points,
-                            &mut band.stats,
-                        )?;
+                    let chunk = &*chunk;
+                    if let Some(above) = k.checked_sub(1).and_then(|j| seams.get(j)) {
+                        let top = chunk.get(..2 * row_words).unwrap_or(chunk);
+                        lock(above).add_half(fill, first, SeamHalf::Below(top))?;
+                    }
+                    if let Some(below) = seams.get(k) {
+                        let bottom = chunk.get(chunk.len().saturating_sub(2 * row_words)..);
+                        let bottom = bottom.unwrap_or_default();
+                        lock(below).add_half(fill, band_range.end, SeamHalf::Above(bottom))?;
                     }
                     Ok::<(), SurfError>(())
                 })
         })?;
+        for seam in seams {
+            let seam = lock(seam);
+            for &point in seam.points.points() {
+                sink.offer(point);
+            }
+            stats.add_scan(&seam.stats);
+        }
         for band in bands.iter() {
             for &point in band.points.points() {
                 sink.offer(point);
             }
             stats.add_scan(&band.stats);
+        }
+        Ok(())
+    }
+}
+
+/// One grid row's intervals 0 and 1 (`row`, four words per sample) from intervals 1 and 3 of
+/// every other sample of the previous octave's row `source` (which starts at the row's first
+/// source sample).
+fn move_row(row: &mut [u32], source: &[u32]) {
+    for (sample, pair) in row.chunks_exact_mut(4).zip(source.chunks_exact(8)) {
+        sample[0] = pair[1];
+        sample[1] = pair[3];
+    }
+}
+
+/// A sink whose [`KeypointSink::sort`] runs on a pool: a frame's few thousand keypoints sorted
+/// on one thread leave the other threads idle for as long as a small octave's fill. The order
+/// is [`Keypoint::rank_cmp`], a total order, so any sort gives the same sequence.
+pub(super) struct PoolSorted<'p, S> {
+    pub sink: S,
+    pub pool: Option<&'p rayon::ThreadPool>,
+}
+
+impl<S: KeypointSink + Send> KeypointSink for PoolSorted<'_, S> {
+    fn offer(&mut self, point: Keypoint) {
+        self.sink.offer(point);
+    }
+    fn points(&self) -> &[Keypoint] {
+        self.sink.points()
+    }
+    fn points_mut(&mut self) -> &mut [Keypoint] {
+        self.sink.points_mut()
+    }
+    fn sort(&mut self) {
+        let points = self.sink.points_mut();
+        match self.pool {
+            Some(pool) => pool.install(|| points.par_sort_unstable_by(Keypoint::rank_cmp)),
+            None => points.sort_unstable_by(Keypoint::rank_cmp),
+        }
+    }
+    fn dropped(&self) -> usize {
+        self.sink.dropped()
+    }
+    fn clear(&mut self) {
+        self.sink.clear();
+    }
+}
+
+/// `mutex`'s contents (a panic elsewhere leaves nothing half-written that matters here).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The grid rows one band hands to a seam: its last two (`Above` the seam) or its first two
+/// (`Below`; one, when the band has one row).
+enum SeamHalf<'r> {
+    Above(&'r [u32]),
+    Below(&'r [u32]),
+}
+
+/// The rows around one seam of the threaded scan (grid row `row`, the first of a band): the two
+/// rows above it and the rows below it, copied there by the tasks of the two bands, and what the
+/// scan of rows `row - 1` and `row` found once both were there.
+#[derive(Debug, Default)]
+pub(super) struct Seam {
+    /// Rows `row - 2 ..`, `row_words` each.
+    rows: Vec<u32>,
+    /// The rows below the seam copied (at most 2).
+    rows_below: usize,
+    /// The halves copied so far this octave.
+    halves: u8,
+    points: CollectedPoints,
+    stats: DetectStats,
+}
+
+impl Seam {
+    fn clear(&mut self) {
+        self.halves = 0;
+        self.rows_below = 0;
+        self.points.clear();
+        self.stats = DetectStats::default();
+    }
+
+    /// Copies `half` of seam row `row` of `fill`'s octave; the second half scans the seam's
+    /// two rows (a band has at least two rows above a seam, so both are scannable when the
+    /// band below has two rows, and the core's scan skips the last row when it has one).
+    fn add_half(
+        &mut self,
+        fill: &OctaveFill<'_>,
+        row: usize,
+        half: SeamHalf<'_>,
+    ) -> Result<(), SurfError> {
+        let row_words = fill.row_words();
+        ensure_len(&mut self.rows, 4 * row_words);
+        let (at, words) = match half {
+            SeamHalf::Above(words) => (0, words),
+            SeamHalf::Below(words) => {
+                self.rows_below = words.len() / row_words;
+                (2 * row_words, words)
+            }
+        };
+        if let Some(place) = self.rows.get_mut(at..at + words.len()) {
+            place.copy_from_slice(words);
+        }
+        self.halves += 1;
+        if self.halves < 2 || row < 2 {
+            return Ok(());
+        }
+        let held = self.rows.get(..(2 + self.rows_below) * row_words);
+        let view = fill.maps(held.unwrap_or_default(), row - 2);
+        for interval in 1..=2 {
+            view.scan_rows(
+                interval,
+                row - 1..row + 1,
+                &mut self.points,
+                &mut self.stats,
+            )?;
         }
         Ok(())
     }
@@ -281,6 +463,45 @@ pub(super) fn detect_surf<S: KeypointSink>(
         None => {
             let mut one = OneThread { kernels, buffers };
             surf::detect_with_strategy(ii, config, scratch, sink, &mut one)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The waves on the pool move the words the core's row-after-row move does, leaving every
+    /// other word as it was: nested grids of several shapes (one wave, several, a last wave
+    /// cut short, rows within the serial part only), one thread and several.
+    #[test]
+    fn waves_of_moves_equal_the_core_move() {
+        for (previous_gw, gw, rows) in [(15, 7, 100), (20, 10, 9), (480, 240, 135), (9, 4, 300)] {
+            let len = (2 * rows - 1) * previous_gw * INTERVALS as usize;
+            let words: Vec<u32> = (0..len as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
+            let mut expected = words.clone();
+            surf::Serial::default().move_shared(&mut expected, previous_gw, gw, rows);
+            assert_ne!(expected, words);
+            for threads in [1, 2, 7] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut got = words.clone();
+                let mut buffers = DetectBuffers::default();
+                let mut strategy = Threads {
+                    pool: &pool,
+                    kernels: &Kernels::default(),
+                    buffers: &mut buffers,
+                };
+                strategy.move_shared(&mut got, previous_gw, gw, rows);
+                assert!(
+                    got == expected,
+                    "{previous_gw} -> {gw} x {rows}, {threads} threads"
+                );
+            }
         }
     }
 }

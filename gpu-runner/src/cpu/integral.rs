@@ -1,11 +1,16 @@
-//! The integral image on the backend's threads, in strips of columns. The core's
+//! The integral image on the backend's threads, in bands of rows. The core's
 //! [`IntegralImage::compute`] runs along each row with a running sum, one row after the other:
 //! a serial pass over every pixel, which on a frame of a few megapixels costs as much as a
-//! parallel stage spread over several cores. Here each thread fills a strip of columns of every
-//! row, starting its running sum of a row at the sum of the row's pixels left of the strip
-//! (computed first, by rows). Each table entry is written once, by the same recurrence as the
-//! core's (`entry = entry above + sum of the row up to here`, exact integers), so the table is
-//! the core's, word for word.
+//! parallel stage spread over several cores. Here each band of rows is first summed as if the
+//! image began at its first row (the core's recurrence), all bands at once; then the table row
+//! above each band (the sum of the bands above's last rows, a few thousand additions) is added
+//! to every row of the band, rows spread over the threads. Entries are sums of the same pixels
+//! in `u32` arithmetic that wraps as the core's release build does, so the table is the core's,
+//! word for word.
+//!
+//! Bands of rows, not strips of columns: each thread writes whole rows, so no two threads
+//! write the same cache line at the same time (strips of a row share a line at every strip
+//! bound, on every row, while the threads go down the rows together).
 
 use rayon::prelude::*;
 
@@ -13,116 +18,114 @@ use surfcl_core::{GrayImage, ImageError, IntegralImage};
 
 use super::support::ensure_len;
 
-/// Narrowest strip worth a thread: below it the per-row start-up costs more than it spreads.
-const MIN_STRIP_COLUMNS: usize = 256;
+/// Fewest rows of a band: below it the second pass's per-band start costs more than the band
+/// spreads.
+const MIN_BAND_ROWS: usize = 16;
 
-/// Rows whose left-of-strip sums one task computes.
-const ROWS_PER_TASK: usize = 64;
+/// Rows per task of the second pass.
+const CARRY_ROWS_PER_TASK: usize = 16;
 
 /// The integral image of `image` into `table` (exactly `integral_len` words), on `pool`'s
-/// threads when there is one and the image is wide enough, else the core's serial pass.
-/// `left_sums` is scratch kept between frames (rows x strips words).
+/// threads when there is one and the image has rows enough, else the core's serial pass.
+/// `carries` is scratch kept between frames (one table row per band).
 pub(super) fn compute<'t>(
     image: &GrayImage<'_>,
     table: &'t mut [u32],
     pool: Option<&rayon::ThreadPool>,
-    left_sums: &mut Vec<u32>,
+    carries: &mut Vec<u32>,
 ) -> Result<IntegralImage<'t>, ImageError> {
     let (width, height) = (image.width(), image.height());
-    let strips = pool.map_or(1, |p| {
-        p.current_num_threads().min(width / MIN_STRIP_COLUMNS)
-    });
-    let (Some(pool), true) = (pool, strips > 1) else {
+    let bands = pool.map_or(1, |p| p.current_num_threads().min(height / MIN_BAND_ROWS));
+    let (Some(pool), true) = (pool, bands > 1) else {
         return IntegralImage::compute(image, table);
     };
     // The core's checks of the size and the table's length.
     IntegralImage::from_table(table, width, height)?;
     let stride = width + 1;
-    // Strip `k` holds the pixel columns `bounds[k]..bounds[k + 1]`.
-    let bounds: Vec<usize> = (0..=strips).map(|k| k * width / strips).collect();
-    ensure_len(left_sums, height * strips);
-    let left_sums = &mut left_sums[..height * strips];
-    let pixels = image.pixels();
-    pool.install(|| {
-        left_sums
-            .par_chunks_mut(ROWS_PER_TASK * strips)
-            .zip(pixels.par_chunks(ROWS_PER_TASK * width))
-            .for_each(|(sums, rows)| {
-                for (row_sums, row) in sums.chunks_exact_mut(strips).zip(rows.chunks_exact(width)) {
-                    let mut total = 0u32;
-                    for (k, sum) in row_sums.iter_mut().enumerate() {
-                        *sum = total;
-                        total += row[bounds[k]..bounds[k + 1]]
-                            .iter()
-                            .map(|&p| u32::from(p))
-                            .sum::<u32>();
-                    }
-                }
-            });
-    });
-
+    let band_rows = height.div_ceil(bands);
+    let bands = height.div_ceil(band_rows);
     let (top, rows) = table.split_at_mut(stride);
     top.fill(0);
-    // Every table row cut at the strip bounds: strip 0 also owns the zero column.
-    let mut segments: Vec<Vec<&mut [u32]>> =
-        (0..strips).map(|_| Vec::with_capacity(height)).collect();
-    for row in rows.chunks_exact_mut(stride) {
-        let mut rest = row;
-        for (k, strip) in segments.iter_mut().enumerate() {
-            let end = if k + 1 == strips {
-                rest.len()
-            } else {
-                bounds[k + 1] - bounds[k] + usize::from(k == 0)
-            };
-            let (segment, tail) = rest.split_at_mut(end);
-            strip.push(segment);
-            rest = tail;
-        }
-    }
-    let left_sums = &*left_sums;
+    let pixels = image.pixels();
     pool.install(|| {
-        segments
-            .par_iter_mut()
+        rows.par_chunks_mut(band_rows * stride)
+            .zip(pixels.par_chunks(band_rows * width))
+            .for_each(|(band, band_pixels)| band_integral(band, band_pixels, width));
+    });
+
+    // `carries[b]`: the table row above band `b + 1`, the running sum of the bands' last rows.
+    ensure_len(carries, bands * stride);
+    let carries = &mut carries[..bands * stride];
+    let mut above: Option<&[u32]> = None;
+    for (carry, last_row) in carries.chunks_exact_mut(stride).zip(
+        rows.chunks(band_rows * stride)
+            .filter_map(|b| b.rchunks_exact(stride).next()),
+    ) {
+        match above {
+            Some(above) => add_rows(carry, above, last_row),
+            None => carry.copy_from_slice(last_row),
+        }
+        above = Some(carry);
+    }
+
+    let carries = &*carries;
+    let below_first = rows.get_mut(band_rows * stride..).unwrap_or_default();
+    pool.install(|| {
+        below_first
+            .par_chunks_mut(CARRY_ROWS_PER_TASK * stride)
             .enumerate()
-            .for_each(|(k, strip)| fill_strip(pixels, width, &bounds, k, strips, left_sums, strip));
+            .for_each(|(task, chunk)| {
+                for (k, row) in chunk.chunks_exact_mut(stride).enumerate() {
+                    // Row `y` of the table below the zero row lies in band `y / band_rows`.
+                    let y = band_rows + task * CARRY_ROWS_PER_TASK + k;
+                    let carry = &carries[(y / band_rows - 1) * stride..][..stride];
+                    add_in_place(row, carry);
+                }
+            });
     });
     IntegralImage::from_table(table, width, height)
 }
 
-/// Fills strip `k`'s segment of every table row (below the zero row): the core's recurrence,
-/// the running sum of each row started at the row's pixels left of the strip.
-fn fill_strip(
-    pixels: &[u8],
-    width: usize,
-    bounds: &[usize],
-    k: usize,
-    strips: usize,
-    left_sums: &[u32],
-    strip: &mut [&mut [u32]],
-) {
-    let columns = bounds[k]..bounds[k + 1];
-    let zero_column = usize::from(k == 0);
+/// The integral table of the rows of `pixels` (`width` wide) into `band`, as if the image began
+/// at its first row: the core's recurrence (`entry = entry above + sum of the row up to here`).
+fn band_integral(band: &mut [u32], pixels: &[u8], width: usize) {
+    let stride = width + 1;
     let mut above: Option<&[u32]> = None;
-    for (y, segment) in strip.iter_mut().enumerate() {
-        let (zero, entries) = segment.split_at_mut(zero_column);
-        zero.fill(0);
-        let row = &pixels[y * width..][columns.clone()];
-        let mut row_sum = left_sums[y * strips + k];
+    for (entries, row) in band
+        .chunks_exact_mut(stride)
+        .zip(pixels.chunks_exact(width))
+    {
+        entries[0] = 0;
+        let mut row_sum = 0u32;
         match above {
             Some(above) => {
-                for ((entry, &up), &p) in entries.iter_mut().zip(&above[zero_column..]).zip(row) {
-                    row_sum += u32::from(p);
-                    *entry = up + row_sum;
+                for ((entry, &up), &p) in entries[1..].iter_mut().zip(&above[1..]).zip(row) {
+                    row_sum = row_sum.wrapping_add(u32::from(p));
+                    *entry = up.wrapping_add(row_sum);
                 }
             }
             None => {
-                for (entry, &p) in entries.iter_mut().zip(row) {
-                    row_sum += u32::from(p);
+                for (entry, &p) in entries[1..].iter_mut().zip(row) {
+                    row_sum = row_sum.wrapping_add(u32::from(p));
                     *entry = row_sum;
                 }
             }
         }
-        above = Some(&**segment);
+        above = Some(entries);
+    }
+}
+
+/// `out = a + b`, word by word (wrapping, as the core's release build adds).
+fn add_rows(out: &mut [u32], a: &[u32], b: &[u32]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = x.wrapping_add(y);
+    }
+}
+
+/// `row += carry`, word by word (wrapping).
+fn add_in_place(row: &mut [u32], carry: &[u32]) {
+    for (entry, &c) in row.iter_mut().zip(carry) {
+        *entry = entry.wrapping_add(c);
     }
 }
 
@@ -131,11 +134,20 @@ mod tests {
     use super::*;
     use surfcl_core::integral::integral_len;
 
-    /// The strips give the core's table word for word: widths below, at and above the strip
-    /// minimum, uneven strips, saturated and varied pixels, one to several threads.
+    /// The bands give the core's table word for word: heights below, at and above the band
+    /// minimum, a last band shorter than the others, saturated and varied pixels, one to
+    /// several threads.
     #[test]
-    fn strips_give_the_core_table() {
-        for (width, height) in [(1, 1), (255, 3), (512, 7), (1031, 65), (2000, 130)] {
+    fn bands_give_the_core_table() {
+        for (width, height) in [
+            (1, 1),
+            (255, 3),
+            (512, 16),
+            (7, 33),
+            (1031, 65),
+            (2000, 130),
+            (300, 1001),
+        ] {
             let pixels: Vec<u8> = (0..width * height)
                 .map(|i| {
                     if i % 7 == 0 {
@@ -156,8 +168,8 @@ mod tests {
                     .unwrap();
                 // A dirty table and scratch, as a previous frame leaves them.
                 let mut table = vec![7u32; len];
-                let mut left = vec![9u32; 3];
-                let got = compute(&image, &mut table, Some(&pool), &mut left).unwrap();
+                let mut carries = vec![9u32; 3];
+                let got = compute(&image, &mut table, Some(&pool), &mut carries).unwrap();
                 assert_eq!(
                     got.table(),
                     &expected[..],

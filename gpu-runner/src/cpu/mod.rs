@@ -42,7 +42,7 @@ use crate::backend::{Backend, DescriptorKind, DetectParams, DetectorKind, Featur
 use crate::error::Error;
 use describe::{DescribeStage, MapTrials, SpatialOrder};
 pub use describe::{HaarMapPolicy, MAP_TRIALS};
-use detect::{DetectBuffers, detect_surf};
+use detect::{DetectBuffers, PoolSorted, detect_surf};
 use matching::{Sides, parallel_match};
 use simd::Kernels;
 use support::{ensure_len, ms_since, thread_count};
@@ -56,8 +56,8 @@ pub struct CpuBackend {
     /// The hot loops for this CPU.
     kernels: Kernels,
     integral: Vec<u32>,
-    /// The row sums left of each column strip of the threaded integral image.
-    integral_left_sums: Vec<u32>,
+    /// The table rows above each band of rows of the threaded integral image.
+    integral_carries: Vec<u32>,
     surf_scratch: Vec<u32>,
     /// The column scratch and band outputs of detection.
     detect_buffers: DetectBuffers,
@@ -164,27 +164,10 @@ impl Backend for CpuBackend {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        let upright = self.detect_stage(image, params, out)?;
-        let (width, height) = (image.width(), image.height());
-        let len = integral_len(width, height)?;
-        // `detect_stage` sized the table; a short one would be refused here, not indexed.
-        let table = self.integral.get(..len).unwrap_or_default();
-        let ii = IntegralImage::from_table(table, width, height)?;
-        let stage = DescribeStage {
-            pool: self.pool.as_deref(),
-            kernels: &self.kernels,
-            policy: self.map_policy,
-            trials: &mut self.map_trials,
-            haar_cells: &mut self.haar_cells,
-            spatial: &mut self.spatial,
-        };
-        stage.run(
-            &ii,
-            upright,
-            &mut out.keypoints,
-            &mut out.descriptors,
-            &mut out.timings,
-        )
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.detect_and_describe(image, params, out)),
+            None => self.detect_and_describe(image, params, out),
+        }
     }
 
     fn match_features(
@@ -213,6 +196,38 @@ impl Backend for CpuBackend {
 }
 
 impl CpuBackend {
+    /// [`Backend::detect_into`] on the calling thread: run inside the pool, the stages' parallel
+    /// loops start from one of its threads, and the serial steps between them hand nothing to
+    /// a thread outside the pool and back (a wake-up each time, per stage and octave).
+    fn detect_and_describe(
+        &mut self,
+        image: &GrayImage<'_>,
+        params: &DetectParams,
+        out: &mut Features,
+    ) -> Result<(), Error> {
+        let upright = self.detect_stage(image, params, out)?;
+        let (width, height) = (image.width(), image.height());
+        let len = integral_len(width, height)?;
+        // `detect_stage` sized the table; a short one would be refused here, not indexed.
+        let table = self.integral.get(..len).unwrap_or_default();
+        let ii = IntegralImage::from_table(table, width, height)?;
+        let stage = DescribeStage {
+            pool: self.pool.as_deref(),
+            kernels: &self.kernels,
+            policy: self.map_policy,
+            trials: &mut self.map_trials,
+            haar_cells: &mut self.haar_cells,
+            spatial: &mut self.spatial,
+        };
+        stage.run(
+            &ii,
+            upright,
+            &mut out.keypoints,
+            &mut out.descriptors,
+            &mut out.timings,
+        )
+    }
+
     /// Detects the keypoints of `image` without describing them: `out`'s keypoints (SURF's
     /// without orientation, as the detector gives them), timings (integral image and detection),
     /// size and drop count are refilled and its descriptors left empty. What
@@ -224,7 +239,10 @@ impl CpuBackend {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        self.detect_stage(image, params, out)?;
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.detect_stage(image, params, out))?,
+            None => self.detect_stage(image, params, out)?,
+        };
         out.descriptors.clear();
         Ok(())
     }
@@ -250,7 +268,7 @@ impl CpuBackend {
             image,
             &mut self.integral[..len],
             self.pool.as_deref(),
-            &mut self.integral_left_sums,
+            &mut self.integral_carries,
         )?;
         timings.push(StageTiming {
             name: "integral".into(),
@@ -263,7 +281,10 @@ impl CpuBackend {
         // `max_keypoints` (up to `MAX_KEYPOINTS_LIMIT` records).
         let capacity = params.max_keypoints.min(width * height);
         ensure_len(&mut self.keypoints, capacity);
-        let mut sink = KeypointBuffer::new(&mut self.keypoints[..capacity]);
+        let mut sink = PoolSorted {
+            sink: KeypointBuffer::new(&mut self.keypoints[..capacity]),
+            pool: self.pool.as_deref(),
+        };
         let upright = match params.detector {
             DetectorKind::Surf => {
                 let need = surf::scratch_len(&params.surf, width, height)?;
@@ -402,6 +423,49 @@ mod tests {
             assert_eq!(one.keypoints, many.keypoints, "{precision:?}");
             assert_eq!(one.descriptors, many.descriptors, "{precision:?}");
             assert_eq!(one.dropped, many.dropped);
+        }
+    }
+
+    /// One, two and seven threads (more than this machine may have cores) give the same frame,
+    /// bit for bit and in the same order: keypoints, descriptors and drop count, oriented and
+    /// upright, `f32` maps (the shared intervals moved in waves) and packed ones, with and
+    /// without a cap that drops keypoints, frame after frame into the same `Features`.
+    #[test]
+    fn one_two_and_seven_threads_give_the_same_frame() {
+        let image = boat();
+        let view = image.view().unwrap();
+        let mut cases = Vec::new();
+        for (upright, precision, max_keypoints) in [
+            (false, surf::Precision::F32, 10_000),
+            (true, surf::Precision::F32, 10_000),
+            (false, surf::Precision::Packed8, 10_000),
+            (false, surf::Precision::F32, 700),
+        ] {
+            let mut params = surf_params(upright);
+            params.surf.precision = precision;
+            params.max_keypoints = max_keypoints;
+            cases.push(params);
+        }
+        let mut backends: Vec<CpuBackend> = [1, 2, 7]
+            .map(CpuBackend::with_threads)
+            .into_iter()
+            .collect();
+        let mut frames = vec![Features::default(); backends.len()];
+        for params in &cases {
+            for (backend, frame) in backends.iter_mut().zip(&mut frames) {
+                backend.detect_into(&view, params, frame).unwrap();
+            }
+            let one = &frames[0];
+            assert!(one.keypoints.len() >= 700, "{params:?}");
+            assert_eq!(one.dropped > 0, params.max_keypoints == 700, "{params:?}");
+            for (frame, threads) in frames.iter().zip([1, 2, 7]).skip(1) {
+                assert_eq!(
+                    frame.keypoints, one.keypoints,
+                    "{threads} threads, {params:?}"
+                );
+                assert_eq!(frame.descriptors, one.descriptors, "{threads} threads");
+                assert_eq!(frame.dropped, one.dropped, "{threads} threads");
+            }
         }
     }
 
