@@ -207,7 +207,8 @@ impl DestinationPace {
     let Some(loss) = self.last_loss else {
       return self.ceiling;
     };
-    let periods = (now.saturating_duration_since(loss).as_secs_f64() / recovery.as_secs_f64()) as i32;
+    let periods =
+      (now.saturating_duration_since(loss).as_secs_f64() / recovery.as_secs_f64()) as i32;
     if periods >= FRAGMENT_PACE_RECOVERY_DOUBLINGS {
       self.ceiling
     } else {

@@ -31,8 +31,8 @@ use crate::{
       DEFAULT_WRITER_MAX_SAMPLES, FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE,
       FRAGMENT_PACE_DATAGRAM_OVERHEAD, FRAGMENT_SIZE, HEARTBEAT_AFTER_FRAGMENTS_DELAY,
       HEARTBEAT_PERIOD_FAST, HEARTBEAT_PERIOD_SLOW, HEARTBEAT_SUBMESSAGE_SERIALIZED_SIZE,
-      NACK_FRAG_RESPONSE_DELAY, NACK_RESPONSE_DELAY, NACK_SUPPRESSION_DURATION, REPAIR_BATCH_MAX_BYTES,
-      REPAIR_INTERVAL_DEFAULT, REPAIR_INTERVAL_MAX, REPAIR_INTERVAL_MIN,
+      NACK_FRAG_RESPONSE_DELAY, NACK_RESPONSE_DELAY, NACK_SUPPRESSION_DURATION,
+      REPAIR_BATCH_MAX_BYTES, REPAIR_INTERVAL_DEFAULT, REPAIR_INTERVAL_MAX, REPAIR_INTERVAL_MIN,
     },
     outbound::{SocketId, TrafficClass},
     rtps_reader_proxy::RtpsReaderProxy,
@@ -1020,8 +1020,8 @@ impl Writer {
       sn <= self.last_sent
         && self
           .send_buffer
-        .get_by_sn(sn)
-        .is_some_and(|cc| cc.data_value.payload_size() > limit)
+          .get_by_sn(sn)
+          .is_some_and(|cc| cc.data_value.payload_size() > limit)
     })
   }
 
@@ -1271,7 +1271,8 @@ impl Writer {
         let mut start_repair = false;
 
         if self.readers.get(&reader_guid).is_some_and(|reader| {
-          reader.last_acknack_count != Some(an.count) && self.acknack_requests_fragmented(an, reader)
+          reader.last_acknack_count != Some(an.count)
+            && self.acknack_requests_fragmented(an, reader)
         }) {
           self.udp_sender.note_fragment_loss(reader_guid_prefix);
         }
