@@ -23,10 +23,6 @@ pub const CACHE_CLEAN_PERIOD: Duration = Duration::from_secs(4);
 // repaired, and a KEEP_LAST reader may then drop the oldest of them before the
 // application reads them. Fast DDS uses 5 ms, Connext 0.
 pub const NACK_RESPONSE_DELAY: Duration = Duration::from_millis(5);
-// A NACK_FRAG is answered at once: its repair goes to the one reader that sent
-// it, so there is nothing to gather, and the reader waited for its own
-// heartbeat response delay already.
-pub const NACK_FRAG_RESPONSE_DELAY: Duration = Duration::ZERO;
 pub const NACK_SUPPRESSION_DURATION: Duration = Duration::from_millis(0);
 
 // Time between two repair rounds (SendRepairData, SendRepairFrags) for one
@@ -62,11 +58,9 @@ pub const FRAGMENT_PACE_RECOVERY: Duration = Duration::from_secs(5);
 pub const FRAGMENT_PACE_DATAGRAM_OVERHEAD: usize = 1024;
 
 // Delay of the extra HEARTBEAT a reliable Writer sends after a fragmented
-// sample (see writer::TimedEvent::HeartbeatAfterFragments). The reader reads
-// its socket in order, so the HEARTBEAT comes after whatever arrived of the
-// sample; the delay lets a full receive buffer drain so that the HEARTBEAT is
-// not dropped as well.
-pub const HEARTBEAT_AFTER_FRAGMENTS_DELAY: Duration = Duration::from_millis(1);
+// sample (see writer::TimedEvent::HeartbeatAfterFragments): long enough for the
+// reader to have reassembled what arrived, short against the periodic HEARTBEAT.
+pub const HEARTBEAT_AFTER_FRAGMENTS_DELAY: Duration = Duration::from_millis(3);
 
 // Periodic HEARTBEAT period for reliable Writers. The period is adaptive: while
 // some matched reader is behind (has unacknowledged samples), heartbeats are

@@ -31,8 +31,8 @@ use crate::{
       DEFAULT_WRITER_MAX_SAMPLES, FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE,
       FRAGMENT_PACE_DATAGRAM_OVERHEAD, FRAGMENT_SIZE, HEARTBEAT_AFTER_FRAGMENTS_DELAY,
       HEARTBEAT_PERIOD_FAST, HEARTBEAT_PERIOD_SLOW, HEARTBEAT_SUBMESSAGE_SERIALIZED_SIZE,
-      NACK_FRAG_RESPONSE_DELAY, NACK_RESPONSE_DELAY, NACK_SUPPRESSION_DURATION,
-      REPAIR_BATCH_MAX_BYTES, REPAIR_INTERVAL_DEFAULT, REPAIR_INTERVAL_MAX, REPAIR_INTERVAL_MIN,
+      NACK_RESPONSE_DELAY, NACK_SUPPRESSION_DURATION, REPAIR_BATCH_MAX_BYTES,
+      REPAIR_INTERVAL_DEFAULT, REPAIR_INTERVAL_MAX, REPAIR_INTERVAL_MIN,
     },
     outbound::{SocketId, TrafficClass},
     rtps_reader_proxy::RtpsReaderProxy,
@@ -360,7 +360,7 @@ impl Writer {
       heartbeat_period_fast,
       cache_cleaning_period,
       nack_response_delay: NACK_RESPONSE_DELAY, // default value from dp_event_loop
-      nackfrag_response_delay: NACK_FRAG_RESPONSE_DELAY,
+      nackfrag_response_delay: NACK_RESPONSE_DELAY, // default value from dp_event_loop
       nack_suppression_duration: NACK_SUPPRESSION_DURATION,
       // Conservative fallback for any discovery advertisement of max sample size.
       data_max_size_serialized: FALLBACK_MAX_AGGREGATED_DATAGRAM_SIZE,
@@ -1407,10 +1407,6 @@ impl Writer {
         }
         reader_proxy.last_nackfrag_count = Some(nackfrag.count);
         reader_proxy.mark_frags_requested(nackfrag.writer_sn, &nackfrag.fragment_number_state);
-        // The fragment repair sends the rest of the sample: the ACKNACK that
-        // usually comes with a NACK_FRAG (Fast DDS lists the sample in both)
-        // must not send all of it again.
-        reader_proxy.mark_change_sent(nackfrag.writer_sn);
         self.udp_sender.note_fragment_loss(reader_guid_prefix);
         self.schedule_repair_frags(reader_guid, self.nackfrag_response_delay);
       }
