@@ -282,8 +282,9 @@ fn env_ms(name: &str, default: f64) -> f64 {
 /// average 4-9): there its detection keeps both cores busy for about a second per frame, so
 /// the few frames it publishes wait for the CPU (keypoints at a Cyclone DDS subscriber p50
 /// up to 220 ms, max 460 ms; `debug_image` p50 up to 560 ms, max 1140 ms), while the release
-/// node stays under 50 ms (p50) and 130 ms (max) for keypoints and under 160 / 400 ms for
-/// `debug_image` at the same loads (docs/bench-logs/ros-node/2026-11-28-*default-subscriber*).
+/// node's 1920x1080 outputs stay under 50 ms (p50) and 130 ms (max) for keypoints and under
+/// 160 / 400 ms for `debug_image` at the same loads
+/// (docs/bench-logs/ros-node/2026-11-28-devmachine-default-subscriber-adaptive-pacer.txt).
 /// `keypoints` and `matches`: `SURFCL_ROS2_P50_MS` (default 300), `SURFCL_ROS2_MAX_MS`
 /// (800); `debug_image` (6 MB): `SURFCL_ROS2_IMAGE_P50_MS` (800), `SURFCL_ROS2_IMAGE_MAX_MS`
 /// (2000).
