@@ -300,20 +300,65 @@ fn env_ms(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
+/// The (p50, max) bounds in ms for one output at a default subscriber. They hold for the
+/// debug node that `cargo test` runs on a 2-core machine loaded by parallel builds (load
+/// average 4-9): there its detection keeps both cores busy for about a second per frame, so
+/// the few frames it publishes wait for the CPU (keypoints at a Cyclone DDS subscriber p50
+/// up to 220 ms, max 460 ms; `debug_image` p50 up to 560 ms, max 1140 ms), while the release
+/// node's 1920x1080 outputs stay under 50 ms (p50) and 130 ms (max) for keypoints and under
+/// 160 / 400 ms for `debug_image` at the same loads
+/// (docs/bench-logs/ros-node/2026-11-28-devmachine-default-subscriber-adaptive-pacer.txt).
+/// `keypoints` and `matches`: `SURFCL_ROS2_P50_MS` (default 300), `SURFCL_ROS2_MAX_MS`
+/// (800); `debug_image` (6 MB): `SURFCL_ROS2_IMAGE_P50_MS` (800), `SURFCL_ROS2_IMAGE_MAX_MS`
+/// (2000).
+fn latency_bounds(topic: &str) -> (f64, f64) {
+    if topic == "debug_image" {
+        (
+            env_ms("SURFCL_ROS2_IMAGE_P50_MS", 800.0),
+            env_ms("SURFCL_ROS2_IMAGE_MAX_MS", 2000.0),
+        )
+    } else {
+        (
+            env_ms("SURFCL_ROS2_P50_MS", 300.0),
+            env_ms("SURFCL_ROS2_MAX_MS", 800.0),
+        )
+    }
+}
+
+/// Asserts that `r` (an output of a `what` subscriber at `size`) arrived complete and within
+/// its [`latency_bounds`], after printing its figures.
+fn check_latency(what: &str, size: &str, r: &Latency) {
+    println!(
+        "{what} default subscriber, {size} {}: {} samples, {} lost, p50 {:.1} ms, max {:.1} ms",
+        r.topic, r.count, r.lost, r.p50_ms, r.max_ms
+    );
+    let (p50_bound, max_bound) = latency_bounds(&r.topic);
+    assert!(r.count > 0, "{what} {size} {}: nothing received", r.topic);
+    assert_eq!(r.lost, 0, "{what} {size} {}: samples lost", r.topic);
+    assert!(
+        r.p50_ms <= p50_bound,
+        "{what} {size} {}: p50 {} ms over {p50_bound}",
+        r.topic,
+        r.p50_ms
+    );
+    assert!(
+        r.max_ms <= max_bound,
+        "{what} {size} {}: max {} ms over {max_bound}",
+        r.topic,
+        r.max_ms
+    );
+}
+
 /// Publish (the node's DDS write) to callback of a default rclpy subscriber (raw, so Python's
 /// decoding is not counted): `keypoints` (4096 keypoints with descriptors, 1.1 MB) and
 /// `debug_image` (6 MB) of 1920x1080 frames, `keypoints` and `matches` of 4000x3000 frames;
-/// no sample lost. The bounds are loose
-/// (`SURFCL_ROS2_P50_MS`, default 400, `SURFCL_ROS2_MAX_MS`, default 1500) so that a loaded
-/// 2-core CI machine stays green; the figures are printed. Bursts that overflow the
-/// subscriber's default 208 KiB socket buffer and slow reliable repair took 2-17 s here
-/// (third_party/rustdds/PATCHES.md).
+/// no sample lost, each output within its [`latency_bounds`]; the figures are printed. Bursts
+/// that overflow the subscriber's default 208 KiB socket buffer and slow reliable repair took
+/// 2-17 s here (third_party/rustdds/PATCHES.md).
 #[test]
 fn rclpy_default_subscriber_latency() {
     require_distro("kilted");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 400.0);
-    let max_bound = env_ms("SURFCL_ROS2_MAX_MS", 1500.0);
     // At 4000x3000 the debug image is 36 MB of rgb8, a debugging aid rather than an output a
     // robot waits for: the outputs timed there are keypoints and matches.
     let runs = [
@@ -353,24 +398,7 @@ fn rclpy_default_subscriber_latency() {
         let results = parse_latency(&stdout);
         assert_eq!(results.len(), 2, "{topics} expected");
         for r in &results {
-            println!(
-                "rclpy default subscriber, {size} {}: {} samples, {} lost, p50 {:.1} ms, max {:.1} ms",
-                r.topic, r.count, r.lost, r.p50_ms, r.max_ms
-            );
-            assert!(r.count > 0, "{size} {}: nothing received", r.topic);
-            assert_eq!(r.lost, 0, "{size} {}: samples lost", r.topic);
-            assert!(
-                r.p50_ms <= p50_bound,
-                "{size} {}: p50 {} ms",
-                r.topic,
-                r.p50_ms
-            );
-            assert!(
-                r.max_ms <= max_bound,
-                "{size} {}: max {} ms",
-                r.topic,
-                r.max_ms
-            );
+            check_latency("rclpy", size, r);
         }
     }
 }
@@ -386,8 +414,6 @@ fn cyclone_default_subscriber_latency() {
         python.display()
     );
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let p50_bound = env_ms("SURFCL_ROS2_P50_MS", 400.0);
-    let max_bound = env_ms("SURFCL_ROS2_MAX_MS", 1500.0);
     let (status, stdout, stderr) = run_in_namespace(
         &[
             ros2_dir().join("run-netns.sh").as_os_str(),
@@ -424,14 +450,7 @@ fn cyclone_default_subscriber_latency() {
     let results = parse_latency(&stdout);
     assert_eq!(results.len(), 2, "keypoints and debug_image expected");
     for r in &results {
-        println!(
-            "Cyclone DDS default subscriber, 1920x1080 {}: {} samples, {} lost, p50 {:.1} ms, max {:.1} ms",
-            r.topic, r.count, r.lost, r.p50_ms, r.max_ms
-        );
-        assert!(r.count > 0, "{}: nothing received", r.topic);
-        assert_eq!(r.lost, 0, "{}: samples lost", r.topic);
-        assert!(r.p50_ms <= p50_bound, "{}: p50 {} ms", r.topic, r.p50_ms);
-        assert!(r.max_ms <= max_bound, "{}: max {} ms", r.topic, r.max_ms);
+        check_latency("Cyclone DDS", "1920x1080", r);
     }
 }
 

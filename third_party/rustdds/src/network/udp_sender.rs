@@ -16,13 +16,13 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use crate::{
   network::util::get_local_multicast_ip_addrs_filtered,
   rtps::{
-    constant::{FRAGMENT_BURST_BYTES, FRAGMENT_PACE_BYTES_PER_SEC},
+    constant::{FRAGMENT_BURST_BYTES, FRAGMENT_PACE_BYTES_PER_SEC, FRAGMENT_PACE_RECOVERY},
     outbound::{
       ControlQueue, Datagram, FragmentPacer, SendOutcome, SocketId, CONTROL_QUEUE_WARN_LEN,
     },
     transmit::InterfaceSelector,
   },
-  structure::locator::Locator,
+  structure::{guid::GuidPrefix, locator::Locator},
 };
 
 // We need one multicast sender socket per interface
@@ -169,6 +169,7 @@ impl UDPSender {
       fragment_pacer: RefCell::new(FragmentPacer::new(
         FRAGMENT_BURST_BYTES,
         FRAGMENT_PACE_BYTES_PER_SEC,
+        FRAGMENT_PACE_RECOVERY,
       )),
     };
     info!("UDPSender::new() --> {sender:?}");
@@ -364,7 +365,7 @@ impl UDPSender {
   /// dropped) if the socket is congested.
   pub fn send_to_locator(&self, buffer: &[u8], locator: &Locator) {
     if buffer.len() > 1500 {
-      warn!("send_to_locator: Message size = {}", buffer.len());
+      trace!("send_to_locator: Message size = {}", buffer.len());
     }
     let Some(socket_address) = self.locator_socket_addr(locator, "send_to_locator") else {
       return;
@@ -406,7 +407,7 @@ impl UDPSender {
     interface: &InterfaceSelector,
   ) {
     if buffer.len() > 1500 {
-      warn!(
+      trace!(
         "send_to_multicast_locator_via: Message size = {}",
         buffer.len()
       );
@@ -434,9 +435,20 @@ impl UDPSender {
   }
 
   /// Asks the participant's fragment pacer to send a DATAFRAG datagram of
-  /// `bytes`: `Err(wait)` means stop and resume after `wait`.
-  pub(crate) fn pace_fragment(&self, bytes: usize) -> Result<(), std::time::Duration> {
-    self.fragment_pacer.borrow_mut().admit(bytes)
+  /// `bytes` to the participants `destinations`: `Err(wait)` means stop and
+  /// resume after `wait`.
+  pub(crate) fn pace_fragment(
+    &self,
+    destinations: &[GuidPrefix],
+    bytes: usize,
+  ) -> Result<(), std::time::Duration> {
+    self.fragment_pacer.borrow_mut().admit(destinations, bytes)
+  }
+
+  /// A reliable reader of participant `destination` asked for fragments of a
+  /// sample again: the pacer slows down towards it.
+  pub(crate) fn note_fragment_loss(&self, destination: GuidPrefix) {
+    self.fragment_pacer.borrow_mut().note_loss(destination);
   }
 
   // --- nonblocking-transmit: bulk path (flow-controlled, backpressured) ------
@@ -455,7 +467,7 @@ impl UDPSender {
   /// datagram (WouldBlock), so the caller can stop and arm write readiness.
   pub(crate) fn try_send_to_locator(&self, buffer: &[u8], locator: &Locator) -> Vec<SocketId> {
     if buffer.len() > 1500 {
-      warn!("try_send_to_locator: Message size = {}", buffer.len());
+      trace!("try_send_to_locator: Message size = {}", buffer.len());
     }
     let mut blocked = Vec::new();
     let Some(socket_address) = self.locator_socket_addr(locator, "try_send_to_locator") else {
@@ -484,7 +496,7 @@ impl UDPSender {
     interface: &InterfaceSelector,
   ) -> Vec<SocketId> {
     if buffer.len() > 1500 {
-      warn!(
+      trace!(
         "try_send_to_multicast_locator_via: Message size = {}",
         buffer.len()
       );

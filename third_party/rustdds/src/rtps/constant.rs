@@ -43,10 +43,14 @@ pub const REPAIR_BATCH_MAX_BYTES: usize = 8192;
 // keeps the kernel's default socket receive buffer (208 KiB on Linux, about 190
 // KB of UDP payload in datagrams of 16-64 KB) loses datagrams when a sample's
 // fragments arrive faster than it drains them; reliable repair then costs whole
-// heartbeat rounds. The participant sends at most FRAGMENT_BURST_BYTES of
-// DATAFRAG datagrams back to back and then FRAGMENT_PACE_BYTES_PER_SEC.
+// heartbeat rounds. Towards each paced participant at most FRAGMENT_BURST_BYTES
+// of DATAFRAG datagrams go back to back and then FRAGMENT_PACE_BYTES_PER_SEC.
+// A participant that lost fragments is paced at that rate; each loss-free
+// FRAGMENT_PACE_RECOVERY doubles its rate, back to where it started (RustDDS
+// participants start unpaced).
 pub const FRAGMENT_BURST_BYTES: usize = 128 * 1024;
 pub const FRAGMENT_PACE_BYTES_PER_SEC: u64 = 512 * 1024 * 1024;
+pub const FRAGMENT_PACE_RECOVERY: Duration = Duration::from_secs(5);
 // What a datagram costs a receiver's socket buffer beyond its payload (Linux
 // accounts the kernel's buffer and headers too: 1400-byte datagrams fill a 208
 // KiB buffer at 128 KB of payload). Charged to the pacer per datagram, so that a

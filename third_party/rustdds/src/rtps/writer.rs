@@ -23,7 +23,7 @@ use crate::{
       CountWithChange, DataWriterStatus, DomainParticipantStatusEvent, StatusChannelSender,
     },
   },
-  messages::submessages::submessages::AckSubmessage,
+  messages::submessages::submessages::{AckNack, AckSubmessage},
   network::{udp_sender::UDPSender, util::IfAddr},
   polling::SharedTimer,
   rtps::{
@@ -997,6 +997,34 @@ impl Writer {
     std::mem::take(&mut self.blocked_sockets)
   }
 
+  // The participants a send goes to (each once), whose pace it follows.
+  fn pace_destinations(&self, target_reader_opt: Option<&RtpsReaderProxy>) -> Vec<GuidPrefix> {
+    let mut destinations: Vec<GuidPrefix> = match target_reader_opt {
+      Some(reader) => vec![reader.remote_reader_guid.prefix],
+      None => self
+        .readers
+        .values()
+        .map(|reader| reader.remote_reader_guid.prefix)
+        .collect(),
+    };
+    destinations.sort_unstable();
+    destinations.dedup();
+    destinations
+  }
+
+  // Whether an ACKNACK of `reader` asks again for a fragmented sample that was
+  // sent in full: the reader lost fragments of it.
+  fn acknack_requests_fragmented(&self, an: &AckNack, reader: &RtpsReaderProxy) -> bool {
+    let limit = self.max_unfragmented_serialized_payload(Some(reader));
+    an.reader_sn_state.iter().any(|sn| {
+      sn <= self.last_sent
+        && self
+          .send_buffer
+          .get_by_sn(sn)
+          .is_some_and(|cc| cc.data_value.payload_size() > limit)
+    })
+  }
+
   // Arm one HEARTBEAT after HEARTBEAT_AFTER_FRAGMENTS_DELAY unless one is
   // pending (see TimedEvent::HeartbeatAfterFragments).
   fn schedule_heartbeat_after_fragments(&mut self) {
@@ -1051,13 +1079,18 @@ impl Writer {
     // Send the messages, either to all readers or just one, stopping at the
     // first message that a socket could not accept.
     let pace_budget = self.datagram_budget(target_reader_opt);
+    let pace_destinations = if fragmentation_needed {
+      self.pace_destinations(target_reader_opt)
+    } else {
+      Vec::new()
+    };
     for (resume_cursor, msg) in messages_to_send {
       // Every datagram of a fragmented sample but its trailing HEARTBEAT is
       // paced (charged at the datagram budget, an upper bound of its size, and
       // the receiver's per-datagram overhead).
       if fragmentation_needed && resume_cursor != SampleCursor::Heartbeat {
         let cost = pace_budget + FRAGMENT_PACE_DATAGRAM_OVERHEAD;
-        if let Err(wait) = self.udp_sender.pace_fragment(cost) {
+        if let Err(wait) = self.udp_sender.pace_fragment(&pace_destinations, cost) {
           return (
             fragmentation_needed,
             SendProgress::Paced {
@@ -1237,6 +1270,13 @@ impl Writer {
 
         let mut start_repair = false;
 
+        if self.readers.get(&reader_guid).is_some_and(|reader| {
+          reader.last_acknack_count != Some(an.count)
+            && self.acknack_requests_fragmented(an, reader)
+        }) {
+          self.udp_sender.note_fragment_loss(reader_guid_prefix);
+        }
+
         if let Some(reader_proxy) = self.lookup_reader_proxy_mut(reader_guid) {
           if reader_proxy.last_acknack_count == Some(an.count) {
             trace!(
@@ -1367,6 +1407,7 @@ impl Writer {
         }
         reader_proxy.last_nackfrag_count = Some(nackfrag.count);
         reader_proxy.mark_frags_requested(nackfrag.writer_sn, &nackfrag.fragment_number_state);
+        self.udp_sender.note_fragment_loss(reader_guid_prefix);
         self.schedule_repair_frags(reader_guid, self.nackfrag_response_delay);
       }
     }
