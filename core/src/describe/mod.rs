@@ -426,7 +426,11 @@ fn haar_row_each(ii: &IntegralImage, row: &mut SampleRow, s: i32) {
     let stride = w as usize + 1;
     let (h_rows, h_cols) = (h as usize * stride, h as usize);
     let table_path = row_path_size(s);
-    let samples = row.x.iter().zip(&row.y).zip(row.u.iter_mut().zip(row.v.iter_mut()));
+    let samples = row
+        .x
+        .iter()
+        .zip(&row.y)
+        .zip(row.u.iter_mut().zip(row.v.iter_mut()));
     for ((&x, &y), (hx, hy)) in samples {
         if table_path && x >= h && y >= h && x <= w - h && y <= ht - h {
             let centre = y as usize * stride + x as usize;

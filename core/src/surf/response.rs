@@ -213,10 +213,11 @@ impl Filter {
     }
 
     /// The responses of consecutive samples `STEP` pixels apart, the first at table index `p`,
-    /// into word `k` of each 4-word group of `words` (one group per sample), for samples whose
-    /// footprint is inside the image and a filter with `i32` terms
-    /// ([`MAX_I32_TERMS_SIZE`]), with the box sums in `sums`. Returns how many samples it wrote: all, unless the table
-    /// ends within the last sample's `STEP` columns (then none).
+    /// into word `k` of each 4-word group of `words` (one group per sample, at most
+    /// [`ROW_PASS_SAMPLES`]), for samples whose footprint is inside the image and a filter with
+    /// `i32` terms ([`MAX_I32_TERMS_SIZE`]), with the box sums in `sums`. Returns how many
+    /// samples it wrote: all, unless the table ends within the last sample's `STEP` columns
+    /// (then none).
     #[inline(always)]
     fn responses_row<const STEP: usize>(
         &self,
@@ -233,22 +234,21 @@ impl Filter {
                 let start = (p as isize + o[j]) as usize;
                 t.get(start..).unwrap_or(&[]).as_chunks::<STEP>().0
             };
-            let (c00, c01, c10, c11) = (at(0), at(1), at(2), at(3));
-            let whole = n.min(c00.len()).min(c01.len()).min(c10.len()).min(c11.len());
-            if whole < n {
+            let corners = at(0).iter().zip(at(1)).zip(at(2)).zip(at(3));
+            if corners.len() < n {
                 return 0;
             }
-            let corners = c00.iter().zip(c01).zip(c10).zip(c11);
             for (sum, (((a, b), c), d)) in row[..n].iter_mut().zip(corners) {
-                *sum = d[0].wrapping_sub(b[0]).wrapping_sub(c[0]).wrapping_add(a[0]);
+                *sum = d[0]
+                    .wrapping_sub(b[0])
+                    .wrapping_sub(c[0])
+                    .wrapping_add(a[0]);
             }
         }
-        let [s0, s1, s2, s3, s4, s5, s6, s7] = sums;
-        let boxes = s0.iter().zip(s1).zip(s2).zip(s3).zip(s4).zip(s5).zip(s6).zip(s7);
         let (groups, _) = words.as_chunks_mut::<4>();
-        for (group, sample) in groups.iter_mut().zip(boxes).take(n) {
-            let (((((((s0, s1), s2), s3), s4), s5), s6), s7) = sample;
-            let (dxx, dyy, dxy) = i32_terms(&[*s0, *s1, *s2, *s3, *s4, *s5, *s6, *s7]);
+        // `i < n <= ROW_PASS_SAMPLES`: no bounds check on the sums.
+        for (i, group) in groups.iter_mut().enumerate().take(n) {
+            let (dxx, dyy, dxy) = i32_terms(&core::array::from_fn(|q| sums[q][i]));
             // `k < 4`: the mask only spares the bounds check.
             group[k & 3] = self.scale(i32_det(dxx, dyy, dxy)).to_bits();
         }
