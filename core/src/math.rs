@@ -87,8 +87,38 @@ pub(crate) fn i64_to_f32(v: i64) -> f32 {
     }
     match i32::try_from(v) {
         Ok(small) => small as f32,
-        Err(_) => v as f32,
+        // A call, so that it is made only for the values that need it: written inline, LLVM
+        // turns the two conversions into a select and makes the library call every time.
+        Err(_) => i64_to_f32_wide(v),
     }
+}
+
+/// `v as f32` for a `v` beyond `i32`: [`i64_to_f32_sticky`] where an FPU converts a `u32` in
+/// one instruction, the library conversion elsewhere.
+#[cold]
+#[inline(never)]
+fn i64_to_f32_wide(v: i64) -> f32 {
+    if cfg!(all(target_arch = "arm", target_feature = "fpregs")) {
+        i64_to_f32_sticky(v)
+    } else {
+        v as f32
+    }
+}
+
+/// `v as f32` from a `u32` conversion: `|v|` shifted right until it fits a `u32`, the bits
+/// shifted out OR-ed into the lowest bit (a sticky bit: with at least 8 bits below the 24 that
+/// an `f32` keeps, it decides the rounding as they did), converted and scaled back by the power
+/// of two (exact). One rounding to nearest even of `v`, so the bits of `v as f32`.
+#[inline(always)]
+fn i64_to_f32_sticky(v: i64) -> f32 {
+    let magnitude = v.unsigned_abs();
+    // 0..=32 bits above the low word: `magnitude >> shift` fits a u32.
+    let shift = 32 - ((magnitude >> 32) as u32).leading_zeros();
+    let kept = (magnitude >> shift) as u32;
+    let dropped = magnitude & ((1u64 << shift) - 1);
+    let rounded = (kept | u32::from(dropped != 0)) as f32;
+    let scaled = rounded * f32::from_bits((127 + shift) << 23);
+    if v < 0 { -scaled } else { scaled }
 }
 
 /// `a * b` as an `i64`, exactly. On a Cortex-M0 (v6-M: a 32x32-bit multiply that keeps the
@@ -358,6 +388,29 @@ pub(crate) fn atan2f_regular(y: f32, x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sticky_conversion_rounds_like_the_i64_conversion() {
+        let mut values = std::vec![i64::MIN, i64::MAX, i64::MIN + 1, 0, 1, -1];
+        for k in 0..63 {
+            let p = 1i64 << k;
+            for d in [-3, -2, -1, 0, 1, 2, 3] {
+                values.extend([p + d, -(p + d), p + (p >> 24) + d, p + (p >> 25) + d]);
+            }
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Every magnitude, not only the top one.
+            values.push((state as i64) >> (state % 64));
+        }
+        for v in values {
+            assert_eq!(i64_to_f32_sticky(v).to_bits(), (v as f32).to_bits(), "{v}");
+            assert_eq!(i64_to_f32(v).to_bits(), (v as f32).to_bits(), "{v}");
+        }
+    }
     use rand::{Rng, SeedableRng, rngs::StdRng};
 
     /// Error of `got` in units of the last place of the `f32` nearest to `exact`.

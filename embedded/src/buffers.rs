@@ -9,7 +9,7 @@
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use surfcl_core::banded::{band_maps_len, band_rows_for, band_table_len, detection_rows};
+use surfcl_core::banded::{band_maps_len, band_table_len, detection_rows};
 use surfcl_core::keypoint::{DescriptorQ7, Keypoint};
 
 /// Largest supported frame (a QVGA sensor).
@@ -27,7 +27,7 @@ pub const ADVANCE: usize = 8;
 pub const OCTAVES: u8 = 3;
 /// Band rows: detection's, and every octave-0 descriptor window whole.
 #[cfg(not(feature = "ram192k"))]
-pub const BAND_ROWS: usize = band_rows_for(OCTAVES, INIT_SAMPLE_STEP, ADVANCE);
+pub const BAND_ROWS: usize = surfcl_core::banded::band_rows_for(OCTAVES, INIT_SAMPLE_STEP, ADVANCE);
 /// Keypoints kept (the strongest; the rest are counted as dropped).
 #[cfg(not(feature = "ram192k"))]
 pub const MAX_KEYPOINTS: usize = 512;

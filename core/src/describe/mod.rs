@@ -363,6 +363,9 @@ fn haar_row(
     let (xs, ys) = (&*xs, &*ys);
     let h = s / 2;
     let (w, ht) = (ii.width() as i32, ii.height() as i32);
+    if !math::SIMD_UNITS && map.is_none() {
+        return haar_row_each(ii, row, s);
+    }
     let inside = known_inside || {
         let (mut x_min, mut x_max, mut y_min, mut y_max) = (xs[0], xs[0], ys[0], ys[0]);
         for (&x, &y) in xs.iter().zip(ys) {
@@ -390,17 +393,6 @@ fn haar_row(
     let t = ii.table();
     let stride = w as usize + 1;
     let (h_rows, h_cols) = (h as usize * stride, h as usize);
-    if !math::SIMD_UNITS {
-        // Without vector units, each sample straight from its eight corners: the two passes
-        // below would only store and reload them.
-        for l in 0..24 {
-            let centre = ys[l] as usize * stride + xs[l] as usize;
-            let [right, left, lower, upper] = half_boxes(corners_at(t, centre, h_rows, h_cols));
-            hx[l] = (right as i32).wrapping_sub(left as i32) as f32;
-            hy[l] = (lower as i32).wrapping_sub(upper as i32) as f32;
-        }
-        return;
-    }
     // In two chunks of 12 samples (384 bytes of stack): the nine
     // corners of each sample, rows y - h, y, y + h by columns x - h, x, x + h, then the box
     // arithmetic over the chunk.
@@ -419,6 +411,34 @@ fn haar_row(
                 half_boxes([a[l], b[l], c[l], d[l], f[l], g[l], m[l], i[l]]);
             hx[chunk * ROW_CHUNK + l] = (right as i32).wrapping_sub(left as i32) as f32;
             hy[chunk * ROW_CHUNK + l] = (lower as i32).wrapping_sub(upper as i32) as f32;
+        }
+    }
+}
+
+/// [`haar_row`] without vector units: each sample straight from its eight table corners when
+/// its footprint is inside the image (so a row at the image's border takes the clamped path
+/// only for the samples that need it), else through [`haar_xy`]. The same integers either way.
+#[inline(always)]
+fn haar_row_each(ii: &IntegralImage, row: &mut SampleRow, s: i32) {
+    let h = s / 2;
+    let (w, ht) = (ii.width() as i32, ii.height() as i32);
+    let t = ii.table();
+    let stride = w as usize + 1;
+    let (h_rows, h_cols) = (h as usize * stride, h as usize);
+    let table_path = row_path_size(s);
+    let samples = row
+        .x
+        .iter()
+        .zip(&row.y)
+        .zip(row.u.iter_mut().zip(row.v.iter_mut()));
+    for ((&x, &y), (hx, hy)) in samples {
+        if table_path && x >= h && y >= h && x <= w - h && y <= ht - h {
+            let centre = y as usize * stride + x as usize;
+            let [right, left, lower, upper] = half_boxes(corners_at(t, centre, h_rows, h_cols));
+            *hx = (right as i32).wrapping_sub(left as i32) as f32;
+            *hy = (lower as i32).wrapping_sub(upper as i32) as f32;
+        } else {
+            (*hx, *hy) = haar_xy(ii, y, x, s);
         }
     }
 }

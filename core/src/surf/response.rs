@@ -177,14 +177,7 @@ impl Filter {
             })
         };
         if self.size <= MAX_I32_TERMS_SIZE {
-            // Every box sum and term is below 2^31 in magnitude: `i32` arithmetic, wrapping or
-            // not, gives the exact values, and the products below become 32x32-bit multiplies.
-            let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3)) as i32;
-            let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3)) as i32;
-            let dxy = s[4]
-                .wrapping_add(s[5])
-                .wrapping_sub(s[6])
-                .wrapping_sub(s[7]) as i32;
+            let (dxx, dyy, dxy) = i32_terms(&s);
             return (i64::from(dxx), i64::from(dyy), i64::from(dxy));
         }
         let v = |k: usize| i64::from(s[k]);
@@ -198,12 +191,7 @@ impl Filter {
         let (dxx, dyy, dxy) = self.terms(ii, row, col);
         let laplacian = if dxx + dyy >= 0 { 1 } else { -1 };
         if self.size <= MAX_I32_TERMS_SIZE {
-            // |Dxx|, |Dyy| <= 3 * 255 (2 l - 1) l and |Dxy| <= 2 * 255 l^2 (l = L / 3 <= 257):
-            // 10 Dxx, 10 Dyy and 9 Dxy are below 1.1e9 < 2^31, so the determinant is two
-            // 32x32-bit products, `(10 Dxx)(10 Dyy) - (9 Dxy)^2`, with no 64-bit multiply.
-            let (dxx, dyy, dxy) = (dxx as i32, dyy as i32, dxy as i32);
-            let det = math::mul_wide(10 * dxx, 10 * dyy) - math::mul_wide(9 * dxy, 9 * dxy);
-            return (det, laplacian);
+            return (i32_det(dxx as i32, dyy as i32, dxy as i32), laplacian);
         }
         // Cannot overflow for L <= 771: |Dxx|, |Dyy| < 513 * 771 * 255 ~ 1.0e8, so
         // 100 Dxx Dyy < 1.1e18 < i64::MAX.
@@ -223,6 +211,72 @@ impl Filter {
         let (det, laplacian) = self.det(ii, row, col);
         (self.scale(det), laplacian)
     }
+
+    /// The responses of consecutive samples `STEP` pixels apart, the first at table index `p`,
+    /// into word `k` of each 4-word group of `words` (one group per sample, at most
+    /// [`ROW_PASS_SAMPLES`]), for samples whose footprint is inside the image and a filter with
+    /// `i32` terms ([`MAX_I32_TERMS_SIZE`]), with the box sums in `sums`. Returns how many
+    /// samples it wrote: all, unless the table ends within the last sample's `STEP` columns
+    /// (then none).
+    #[inline(always)]
+    fn responses_row<const STEP: usize>(
+        &self,
+        t: &[u32],
+        p: usize,
+        words: &mut [u32],
+        k: usize,
+        sums: &mut RowPassSums,
+    ) -> usize {
+        let n = (words.len() / 4).min(ROW_PASS_SAMPLES);
+        for (row, o) in sums.iter_mut().zip(&self.offsets) {
+            // Interior samples: every corner offset from `p` is at least `-p`.
+            let at = |j: usize| {
+                let start = (p as isize + o[j]) as usize;
+                t.get(start..).unwrap_or(&[]).as_chunks::<STEP>().0
+            };
+            let corners = at(0).iter().zip(at(1)).zip(at(2)).zip(at(3));
+            if corners.len() < n {
+                return 0;
+            }
+            for (sum, (((a, b), c), d)) in row[..n].iter_mut().zip(corners) {
+                *sum = d[0]
+                    .wrapping_sub(b[0])
+                    .wrapping_sub(c[0])
+                    .wrapping_add(a[0]);
+            }
+        }
+        let (groups, _) = words.as_chunks_mut::<4>();
+        // `i < n <= ROW_PASS_SAMPLES`: no bounds check on the sums.
+        for (i, group) in groups.iter_mut().enumerate().take(n) {
+            let (dxx, dyy, dxy) = i32_terms(&core::array::from_fn(|q| sums[q][i]));
+            // `k < 4`: the mask only spares the bounds check.
+            group[k & 3] = self.scale(i32_det(dxx, dyy, dxy)).to_bits();
+        }
+        n
+    }
+}
+
+/// `(Dxx, Dyy, Dxy)` from a filter's eight box sums ([`Filter::rects_of`]'s order), for a filter
+/// of at most [`MAX_I32_TERMS_SIZE`]: every box sum and term is below 2^31 in magnitude, so
+/// `i32` arithmetic, wrapping or not, gives the exact values.
+#[inline(always)]
+fn i32_terms(s: &[u32; 8]) -> (i32, i32, i32) {
+    let dxx = s[0].wrapping_sub(s[1].wrapping_mul(3)) as i32;
+    let dyy = s[2].wrapping_sub(s[3].wrapping_mul(3)) as i32;
+    let dxy = s[4]
+        .wrapping_add(s[5])
+        .wrapping_sub(s[6])
+        .wrapping_sub(s[7]) as i32;
+    (dxx, dyy, dxy)
+}
+
+/// The determinant `100 Dxx Dyy - 81 Dxy^2` of [`i32_terms`]' terms. |Dxx|, |Dyy| <=
+/// 3 * 255 (2 l - 1) l and |Dxy| <= 2 * 255 l^2 (l = L / 3 <= 257): 10 Dxx, 10 Dyy and 9 Dxy are
+/// below 1.1e9 < 2^31, so it is two 32x32-bit products, `(10 Dxx)(10 Dyy) - (9 Dxy)^2`, with no
+/// 64-bit multiply.
+#[inline(always)]
+fn i32_det(dxx: i32, dyy: i32, dxy: i32) -> i64 {
+    math::mul_wide(10 * dxx, 10 * dyy) - math::mul_wide(9 * dxy, 9 * dxy)
 }
 
 /// The box whose table corners lie at offsets `o` (see [`Filter::offsets`]) from index `p`.
@@ -780,11 +834,77 @@ pub(crate) fn fill_f32_bits<B: BoxSums>(
         Some(columns) => {
             fill_f32_rows_with_columns::<B>(ii, config, octave, rows, columns, out, from)
         }
-        None => for_each_sample(ii, config, octave, rows, from, |i, r| {
-            for (k, (v, _)) in r.iter().enumerate().skip(from) {
-                out[i * 4 + k] = v.to_bits();
+        None => fill_f32_rows_direct(ii, config, octave, rows, out, from),
+    }
+}
+
+/// Samples of one row pass of [`fill_f32_rows_direct`]: eight rows of this many box sums live
+/// on the stack (2 KB).
+const ROW_PASS_SAMPLES: usize = 64;
+
+/// A row pass's box sums: one row per box of [`Filter::rects_of`].
+type RowPassSums = [[u32; ROW_PASS_SAMPLES]; 8];
+
+/// [`fill_f32_bits`] without a column scratch: grid row by grid row and filter by filter, the
+/// samples whose footprint is inside the image in passes of [`ROW_PASS_SAMPLES`]: each box's sums
+/// for the whole pass (four table reads per sample, strided by the sample step, without a bounds
+/// check each: the reads are zipped slices), then the determinants and responses from those
+/// rows. The samples at the borders, rows whose filter leaves the table, and any sample step
+/// other than 1, 2, 4 or 8 take [`Filter::response`]. The box sums, terms and determinant are
+/// [`Filter::det`]'s integers (the terms in `i32` for the detector's filters), so the responses
+/// are its bits.
+#[inline(always)]
+fn fill_f32_rows_direct(
+    ii: &IntegralImage,
+    config: &SurfConfig,
+    octave: u32,
+    rows: Range<usize>,
+    out: &mut [u32],
+    from: usize,
+) {
+    let step = sample_step(config, octave) as usize;
+    let (gw, gh) = grid_size(ii.width(), ii.height(), step as u32);
+    let filters = octave_filters(ii, octave);
+    let (w, h) = (ii.width(), ii.height());
+    let first = rows.start;
+    // Zeroed once per call: each pass writes the sums it reads.
+    let mut sums: RowPassSums = [[0; ROW_PASS_SAMPLES]; 8];
+    for sy in rows.start.min(gh)..rows.end.min(gh) {
+        let row = sy * step;
+        let base = (sy - first) * gw;
+        for (k, filter) in filters.iter().enumerate().skip(from) {
+            let half = filter.half.max(0) as usize;
+            let rows_inside = row >= half && row + half < h;
+            let inside = if rows_inside && filter.size <= MAX_I32_TERMS_SIZE {
+                let start = half.div_ceil(step.max(1)).min(gw);
+                let end = w.checked_sub(half + 1).map_or(0, |c| c / step.max(1) + 1);
+                start..end.min(gw).max(start)
+            } else {
+                0..0
+            };
+            let mut done = inside.start;
+            while done < inside.end {
+                let n = (inside.end - done).min(ROW_PASS_SAMPLES);
+                let p = row * (w + 1) + done * step;
+                let words = &mut out[(base + done) * 4..(base + done + n) * 4];
+                let written = match step {
+                    1 => filter.responses_row::<1>(ii.table(), p, words, k, &mut sums),
+                    2 => filter.responses_row::<2>(ii.table(), p, words, k, &mut sums),
+                    4 => filter.responses_row::<4>(ii.table(), p, words, k, &mut sums),
+                    8 => filter.responses_row::<8>(ii.table(), p, words, k, &mut sums),
+                    _ => 0,
+                };
+                if written < n {
+                    break;
+                }
+                done += n;
             }
-        }),
+            // The borders, and whatever the passes left.
+            for sx in (0..inside.start).chain(done..gw) {
+                let (v, _) = filter.response(ii, row as i32, (sx * step) as i32);
+                out[(base + sx) * 4 + k] = v.to_bits();
+            }
+        }
     }
 }
 

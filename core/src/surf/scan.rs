@@ -47,7 +47,11 @@ impl MapRows<'_> {
 /// threshold. Rows scanned in bands, each band's keypoints offered in any order, give the same
 /// kept keypoints and counts as all rows at once: the sink keeps the strongest under a total
 /// order, and the counts are sums.
+///
+/// Never inlined: a function of its own whatever its callers' sizes, so that its vector loop
+/// can be found in the binary (`scripts/cross/insn-check.sh` checks it is NEON code on aarch64).
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(crate) fn scan_interval_rows<A: Arithmetic, S: KeypointSink>(
     ii: &IntegralImage,
     config: &SurfConfig,
