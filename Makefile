@@ -87,7 +87,8 @@ MEMORY ?= 256K
 FIRMWARE_FEATURES = $(if $(filter-out f32,$(VARIANT)),$(VARIANT)) $(if $(filter 192K,$(MEMORY)),ram192k)
 FIRMWARE_ELF = $(CROSS_DIR)/firmware/$(TARGET)-$(VARIANT)$(if $(filter 192K,$(MEMORY)),-192k).elf
 
-.PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run firmware-count cross-test
+.PHONY: deps-cross cross cross-mcu cross-linux firmware firmware-run firmware-count firmware-profile \
+	cross-test
 
 deps-cross:
 	scripts/install/cross.sh
@@ -134,6 +135,11 @@ firmware-run: firmware
 # Instructions per frame, deterministic: qemu -icount shift=0 (one instruction per virtual ns)
 firmware-count: firmware
 	QEMU_EXTRA="-icount shift=0" scripts/cross/firmware-run.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
+
+# Where those instructions go: per stage, symbol and core source line, from a QEMU plugin's
+# per-address counts (docs/CROSS.md). make firmware-profile TARGET=... [VARIANT=...] [IMAGE=...]
+firmware-profile: firmware
+	CROSS_DIR=$(CROSS_DIR) scripts/cross/firmware-profile.sh $(TARGET) $(FIRMWARE_ELF) $(IMAGE)
 
 # Firmware under qemu on every MCU target and the aarch64 CLI under qemu-aarch64, each compared
 # with the x86 CPU backend on the same image.

@@ -3,9 +3,12 @@
 # Cota, GPL-2.0-or-later) for the qemu-user installed here, from the Debian source package of
 # exactly that qemu version: its plugin header (include/qemu/qemu-plugin.h) declares the plugin
 # API version that this qemu accepts. Used by scripts/cross/insn-check.sh (docs/CROSS.md).
+# Beside it, against the same header (kept in OUT_DIR/include), the per-address counting plugin
+# scripts/cross/qemu-pc-profile.c as libpc-profile.so, for scripts/cross/firmware-profile.sh.
 #   usage: scripts/install/qemu-insn-plugin.sh [OUT_DIR]   (default target-cross/qemu-plugins)
-# Prints the plugin's path on the last line. Skips the build when OUT_DIR already has the plugin
-# for this qemu version. The source package comes through apt with a private configuration: the
+# Prints libpc-profile.so's path, then the insn plugin's on the last line. Skips the download
+# when OUT_DIR already has the insn plugin and the header for this qemu version; rebuilds
+# libpc-profile.so when its source is newer. The source package comes through apt with a private configuration: the
 # machine's own apt sources turned into deb-src entries, in a temporary folder (the system's apt
 # configuration is not changed). Installs gcc, pkg-config, libglib2.0-dev (insn.c uses GLib) and
 # xz-utils when missing.
@@ -15,6 +18,9 @@ cd "$(dirname "$0")/../.."
 out_dir=${1:-target-cross/qemu-plugins}
 plugin="$out_dir/libinsn.so"
 stamp="$out_dir/libinsn.qemu-version"
+header_dir="$out_dir/include"
+pc_source=scripts/cross/qemu-pc-profile.c
+pc_plugin="$out_dir/libpc-profile.so"
 
 sudo_if_needed() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -25,8 +31,22 @@ if [ -z "$version" ]; then
     echo "qemu-insn-plugin: qemu-user is not installed (scripts/install/cross.sh installs it)" >&2
     exit 2
 fi
-if [ -f "$plugin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
+# Compiles one plugin source against the header in $header_dir: SOURCE OUTPUT.
+build_plugin() {
+    # shellcheck disable=SC2046 # pkg-config prints several flags
+    gcc -O2 -Wall -shared -fPIC -I "$header_dir" $(pkg-config --cflags glib-2.0) \
+        -o "$2.tmp" "$1" $(pkg-config --libs glib-2.0)
+    mv "$2.tmp" "$2"
+}
+
+if [ -f "$plugin" ] && [ -f "$header_dir/qemu-plugin.h" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
+    if [ ! "$pc_plugin" -nt "$pc_source" ]; then
+        build_plugin "$pc_source" "$pc_plugin"
+        echo "qemu-insn-plugin: built $pc_plugin" >&2
+    fi
     echo "qemu-insn-plugin: up to date for qemu $version" >&2
+    echo "$pc_plugin"
     echo "$plugin"
     exit 0
 fi
@@ -87,11 +107,11 @@ if [ -n "$debian" ]; then
 fi
 
 api=$(sed -n 's/^#define QEMU_PLUGIN_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$work/src/$header")
-mkdir -p "$out_dir"
-# shellcheck disable=SC2046 # pkg-config prints several flags
-gcc -O2 -Wall -shared -fPIC -I "$(dirname "$work/src/$header")" $(pkg-config --cflags glib-2.0) \
-    -o "$plugin.tmp" "$work/src/$source" $(pkg-config --libs glib-2.0)
-mv "$plugin.tmp" "$plugin"
+mkdir -p "$header_dir"
+cp "$work/src/$header" "$header_dir/qemu-plugin.h"
+build_plugin "$work/src/$source" "$plugin"
+build_plugin "$pc_source" "$pc_plugin"
 echo "$version" >"$stamp"
-echo "qemu-insn-plugin: built $plugin (plugin API version $api, qemu $version)" >&2
+echo "qemu-insn-plugin: built $plugin and $pc_plugin (plugin API version $api, qemu $version)" >&2
+echo "$pc_plugin"
 echo "$plugin"
