@@ -11,10 +11,19 @@ instructions go"); python3's standard library and binutils' addr2line only.
   firmware-profile.py report ELF COUNTS FIRMWARE_INSTRUCTIONS [TOP]
       prints the tables; COUNTS has "ADDRESS WHOLE_RUN IN_WINDOW" lines (the plugin's output),
       FIRMWARE_INSTRUCTIONS is the firmware's own count (0 when unknown).
+
+Runtime-library routines (compiler-builtins: 64-bit multiplies and shifts, division, soft
+float, mem*) are called out of line from every stage, so their inline chain says nothing of the
+caller. Their instructions go to the stages of their call sites (found with llvm-objdump), in
+proportion to how often each call site ran (its count is the number of calls): exact for
+routines of constant cost, an estimate for the others (division, soft float). Without
+llvm-objdump they stay a row of their own.
 """
 import bisect
 import collections
+import glob
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -27,10 +36,10 @@ WINDOW_STOP = "surfcl_firmware::count::stop"
 # description, not the Hessian fill; the band driver (push_row) inlines the integral row and
 # calls everything else, so it comes last.
 STAGES = [
+    ("refine / to_frame", ("to_frame", "refine", "exact_cube")),
     ("orientation", ("orientation", "atan2")),
     ("describe", ("describe", "haar")),
     ("scan (NMS)", ("scan_interval_rows", "::scan::")),
-    ("refine / to_frame", ("to_frame", "refine", "interpolate")),
     ("fill (Hessian responses)", ("::fill_", "fill_rows", "surf::response::")),
     ("band/map moves, clears (mem*)", ("drop_rows", "memmove", "memcpy", "memset", "memclr",
                                        "copy_forward", "copy_backward")),
@@ -38,10 +47,18 @@ STAGES = [
     ("integral rows", ("integral", "push_row")),
 ]
 OTHER = "other"
+LIBRARY = "runtime library (callers unknown)"
+# Routines of the runtime library, by the name of the symbol that holds them.
+LIBRARY_SYMBOL = re.compile(r"^(__|compiler_builtins::)")
+# A call with its target: Arm bl/blx/b.w (tail calls), RISC-V jal/j (tail calls).
+DIRECT_CALL = re.compile(r"^\s*([0-9a-f]+):\s+(?:bl|blx|b\.w|b|jal|j)\s+(?:ra,\s*)?0x([0-9a-f]+)\b")
+# RISC-V far calls: auipc REG, HI then jalr [ra,] LO(REG).
+AUIPC = re.compile(r"^\s*([0-9a-f]+):\s+auipc\s+(\w+),\s*(0x[0-9a-f]+|\d+)")
+JALR = re.compile(r"^\s*([0-9a-f]+):\s+jalr\s+(?:\w+,\s*)?(-?\d+)\((\w+)\)")
 # The table's order: the pipeline's.
 PIPELINE_ORDER = ["row reads (PGM, semihosting)", "integral rows", "fill (Hessian responses)",
                   "scan (NMS)", "refine / to_frame", "orientation", "describe",
-                  "band/map moves, clears (mem*)", OTHER]
+                  "band/map moves, clears (mem*)", OTHER, LIBRARY]
 
 HASH_SUFFIX = re.compile(r"::h[0-9a-f]{16}$")
 # Generic arguments: a <...> group right after a name or `::` (not a qualified path's opening <).
@@ -149,6 +166,83 @@ def stage_of(chain):
     return OTHER
 
 
+def find_objdump():
+    """llvm-objdump on PATH, else the newest versioned one of Debian's LLVM packages."""
+    found = shutil.which("llvm-objdump")
+    if found:
+        return found
+    versions = glob.glob("/usr/lib/llvm-*/bin/llvm-objdump")
+    versions.sort(key=lambda p: int(re.search(r"llvm-(\d+)", p).group(1)))
+    return versions[-1] if versions else None
+
+
+def call_sites(elf, objdump):
+    """[(call instruction's address, target address)] of the direct and auipc+jalr calls."""
+    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", elf], capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    sites, upper = [], {}
+    for line in listing:
+        m = DIRECT_CALL.match(line)
+        if m:
+            sites.append((int(m.group(1), 16), int(m.group(2), 16)))
+            continue
+        m = AUIPC.match(line)
+        if m:
+            upper[m.group(2)] = int(m.group(1), 16) + (int(m.group(3), 0) << 12)
+            continue
+        m = JALR.match(line)
+        if m and m.group(3) in upper:
+            sites.append((int(m.group(1), 16), (upper.pop(m.group(3)) + int(m.group(2))) & 0xFFFFFFFF))
+    return sites
+
+
+def spread_library(elf, own, counts, chains, starts):
+    """Stages' shares of the runtime library's instructions: {stage: instructions (float)}.
+    `own` maps a routine's symbol start to its instructions; a call site inside another
+    routine passes its share on to that routine's callers."""
+    objdump = find_objdump()
+    if objdump is None:
+        print("firmware-profile: no llvm-objdump; runtime library calls stay unattributed",
+              file=sys.stderr)
+        return {LIBRARY: float(sum(own.values()))}
+    callers = collections.defaultdict(list)
+    for site, target in call_sites(elf, objdump):
+        k = bisect.bisect_right(starts, target) - 1
+        if k >= 0 and starts[k] == target & ~1 and counts.get(site, 0) > 0:
+            callers[starts[k]].append(site)
+    shares = collections.Counter()
+    pending = {r: float(n) for r, n in own.items()}
+    # Routines call routines a few levels deep at most (__aeabi_lmul -> __muldi3).
+    for _ in range(8):
+        passed_on = collections.Counter()
+        for routine, amount in pending.items():
+            calls = sum(counts[s] for s in callers[routine])
+            if calls == 0:
+                shares[LIBRARY] += amount
+                continue
+            for site in callers[routine]:
+                part = amount * counts[site] / calls
+                k = bisect.bisect_right(starts, site) - 1
+                if k >= 0 and starts[k] in own:
+                    passed_on[starts[k]] += part
+                else:
+                    shares[stage_of(chains.get(site) or [("??", "??")])] += part
+        pending = passed_on
+        if not pending:
+            break
+    shares[LIBRARY] += sum(pending.values())
+    return shares
+
+
+def rounded(shares, total):
+    """Integer parts of `shares` that add up to `total` (largest remainders round up)."""
+    floors = {k: int(v) for k, v in shares.items()}
+    rest = total - sum(floors.values())
+    for k in sorted(shares, key=lambda k: shares[k] - floors[k], reverse=True)[:max(rest, 0)]:
+        floors[k] += 1
+    return floors
+
+
 def core_line(chain):
     """The innermost frame in the workspace's own code, else the innermost frame."""
     for function, location in chain:
@@ -170,34 +264,42 @@ def report(elf, counts_path, firmware_count, top):
         for line in f:
             address, whole, in_window = line.split()
             rows.append((int(address, 16), int(whole), int(in_window)))
-    chains = inline_chains(elf, [a for a, _, n in rows if n > 0])
+    counts = {a: n for a, _, n in rows if n > 0}
+    chains = inline_chains(elf, list(counts))
+    starts, names = symbol_table(elf)
     whole_run = sum(w for _, w, _ in rows)
-    total = sum(n for _, _, n in rows)
+    total = sum(counts.values())
     if total == 0:
         raise SystemExit("firmware-profile: no instruction counted in the window")
-    stages, symbols, lines, others = (collections.Counter() for _ in range(4))
-    for address, _, n in rows:
-        if n == 0:
-            continue
+    stages, symbols, lines, others, library = (collections.Counter() for _ in range(5))
+    for address, n in counts.items():
         chain = chains.get(address) or [("??", "??")]
         stage = stage_of(chain)
-        stages[stage] += n
+        k = bisect.bisect_right(starts, address) - 1
+        if stage == OTHER and k >= 0 and LIBRARY_SYMBOL.match(names[k]):
+            library[starts[k]] += n
+        else:
+            stages[stage] += n
         symbols[short_function(chain[-1][0])] += n
         lines[core_line(chain)] += n
         if stage == OTHER:
             others[short_function(chain[-1][0])] += n
+    library_shares = spread_library(elf, library, counts, chains, starts)
+    combined = rounded({s: stages[s] + library_shares.get(s, 0.0) for s in PIPELINE_ORDER}, total)
+    library_part = rounded({s: library_shares.get(s, 0.0) for s in PIPELINE_ORDER},
+                           sum(library.values()))
     print(f"plugin, whole run:            {whole_run:>14,}")
     print(f"plugin, firmware's window:    {total:>14,}")
     if firmware_count:
         print(f"firmware's own count:         {firmware_count:>14,}  "
               f"(window - own = {total - firmware_count:+,}, "
               f"{100 * (total - firmware_count) / firmware_count:+.4f}%)")
-    print(f"\n{'stage':<30} {'instructions':>14} {'share':>7}")
+    print(f"\n{'stage':<34} {'instructions':>14} {'share':>7} {'of which runtime library':>26}")
     for stage in PIPELINE_ORDER:
-        n = stages[stage]
-        print(f"{stage:<30} {n:>14,} {100 * n / total:>6.1f}%")
-    print(f"{'total':<30} {total:>14,} {100.0:>6.1f}%")
-    table(f"'other', by symbol (top {top})", others, total, top)
+        n = combined[stage]
+        print(f"{stage:<34} {n:>14,} {100 * n / total:>6.1f}% {library_part[stage]:>26,}")
+    print(f"{'total':<34} {total:>14,} {100.0:>6.1f}% {sum(library.values()):>26,}")
+    table(f"'other' and the runtime library, by symbol (top {top})", others, total, top)
     table(f"By symbol, inlined code in its caller (top {top})", symbols, total, top)
     table(f"By source line, innermost line of core/ or embedded/ (top {top})", lines, total, top)
 
