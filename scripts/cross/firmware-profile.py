@@ -146,7 +146,10 @@ def short_function(name, width=90):
 
 
 def window(elf):
-    """The first address of the inlined window start and stop (both run once per frame)."""
+    """Prints the lowest address of the code inlined from the window's start and from its stop
+    (both run once per frame). The lowest is the entry when the code is laid out in order, as
+    LLVM does for these straight-line functions; an edge that never runs makes the plugin warn
+    and count the whole run, which the report's window - own line then shows."""
     addresses = [a for lo, hi in executable_ranges(elf) for a in range(lo & ~1, hi, 2)]
     chains = inline_chains(elf, addresses)
     edges = []
@@ -159,6 +162,7 @@ def window(elf):
 
 
 def stage_of(chain):
+    """The first stage of STAGES with a pattern in a function name of the inline chain."""
     names = [f for f, _ in chain]
     for stage, patterns in STAGES:
         if any(p in n for n in names for p in patterns):
