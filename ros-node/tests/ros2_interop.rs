@@ -300,14 +300,11 @@ fn env_ms(name: &str, default: f64) -> f64 {
         .unwrap_or(default)
 }
 
-/// The (p50, max) bounds in ms for one output at a default subscriber. They hold for the
-/// debug node that `cargo test` runs on a 2-core machine loaded by parallel builds (load
-/// average 4-9): there its detection keeps both cores busy for about a second per frame, so
-/// the few frames it publishes wait for the CPU (keypoints at a Cyclone DDS subscriber p50
-/// up to 220 ms, max 460 ms; `debug_image` p50 up to 560 ms, max 1140 ms), while the release
-/// node's 1920x1080 outputs stay under 50 ms (p50) and 130 ms (max) for keypoints and under
-/// 160 / 400 ms for `debug_image` at the same loads
-/// (docs/bench-logs/ros-node/2026-11-28-devmachine-default-subscriber-adaptive-pacer.txt).
+/// The (p50, max) bounds in ms for one output at a default subscriber. They are for the debug
+/// node that `cargo test` runs on a small CI machine loaded by parallel builds: its detection
+/// keeps the cores busy for most of each frame, so the few frames it publishes wait for the CPU.
+/// The release node's figures, far below these bounds, are in docs/BENCHMARKS.md ("At a default
+/// ROS 2 subscriber").
 /// `keypoints` and `matches`: `SURFCL_ROS2_P50_MS` (default 300), `SURFCL_ROS2_MAX_MS`
 /// (800); `debug_image` (6 MB): `SURFCL_ROS2_IMAGE_P50_MS` (800), `SURFCL_ROS2_IMAGE_MAX_MS`
 /// (2000).

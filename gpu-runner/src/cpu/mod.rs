@@ -164,10 +164,7 @@ impl Backend for CpuBackend {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        match self.pool.clone() {
-            Some(pool) => pool.install(|| self.detect_and_describe(image, params, out)),
-            None => self.detect_and_describe(image, params, out),
-        }
+        self.on_pool(|backend| backend.detect_and_describe(image, params, out))
     }
 
     fn match_features(
@@ -196,9 +193,18 @@ impl Backend for CpuBackend {
 }
 
 impl CpuBackend {
-    /// [`Backend::detect_into`] on the calling thread: run inside the pool, the stages' parallel
-    /// loops start from one of its threads, and the serial steps between them hand nothing to
-    /// a thread outside the pool and back (a wake-up each time, per stage and octave).
+    /// Runs `work` inside the backend's pool (on the calling thread without one): the stages'
+    /// parallel loops then start from one of the pool's threads, and the serial steps between
+    /// them hand nothing to a thread outside the pool and back.
+    fn on_pool<R: Send>(&mut self, work: impl FnOnce(&mut Self) -> R + Send) -> R {
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| work(self)),
+            None => work(self),
+        }
+    }
+
+    /// [`Backend::detect_into`] on the calling thread, which [`Self::on_pool`] makes one of the
+    /// pool's (otherwise each stage and octave would pay a wake-up to hand work to the pool).
     fn detect_and_describe(
         &mut self,
         image: &GrayImage<'_>,
@@ -239,10 +245,7 @@ impl CpuBackend {
         params: &DetectParams,
         out: &mut Features,
     ) -> Result<(), Error> {
-        match self.pool.clone() {
-            Some(pool) => pool.install(|| self.detect_stage(image, params, out))?,
-            None => self.detect_stage(image, params, out)?,
-        };
+        self.on_pool(|backend| backend.detect_stage(image, params, out))?;
         out.descriptors.clear();
         Ok(())
     }
