@@ -35,9 +35,12 @@ const BAND_ROWS: usize = 16;
 /// a better balance saves.
 const MIN_BAND_ROWS: usize = 4;
 
-/// Bands per thread wanted in an octave: maxima gather where the image is textured, so a few
-/// bands per thread let work stealing even the threads out.
-const BANDS_PER_THREAD: usize = 3;
+/// Bands per thread wanted in an octave: maxima gather where the image is textured, and the
+/// cores of a host may differ in speed (on the lent 16-core VMs, half the cores take 1.6 times
+/// as long as the others at any moment: docs/BENCHMARKS.md), so several bands per thread let
+/// work stealing even the threads out. Three bands per thread left 16 threads waiting for the
+/// last, slow bands of octave 0; six took 9% off the 16-thread frame there.
+const BANDS_PER_THREAD: usize = 6;
 
 /// Grid rows per task of the copy of the shared intervals aside.
 const SHARED_ROWS_PER_TASK: usize = 8;
