@@ -216,7 +216,8 @@ pub struct BenchArgs {
         default_value = "640x480,1280x960,1920x1080"
     )]
     pub sizes: Vec<ImageSize>,
-    /// Frames per size (after one warm-up frame), 1..=100000.
+    /// Frames per size (after one warm-up frame), 1..=100000; the CPU backend, when it is only
+    /// the reference of an OpenCL device, runs at most 5.
     #[arg(long, default_value_t = 20,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_BENCH_FRAMES))]
     pub frames: usize,

@@ -12,7 +12,8 @@
 //! pipeline with a profiling queue, and of the host wall time of a whole frame (upload, kernels
 //! and readback) from a second pipeline without one, as applications run it
 //! ([`surfcl_gpu::opencl::set_profiling`]: profiling itself costs time on NVIDIA's OpenCL). The CPU
-//! backend runs the same frames in the same process; the ratio is CPU wall / OpenCL wall.
+//! backend runs the same frames in the same process (at most 5 of them beside an OpenCL device;
+//! all `frames` without one, as with `--backend cpu`); the ratio is CPU wall / OpenCL wall.
 //!
 //! Matcher: random unit 64-d descriptors, `n x n` for n in 1024, 4096, 16384 up to the keypoint
 //! count the requested sizes call for ([`matcher_sizes`]: n <= the largest frame's pixels / 64,
@@ -343,8 +344,15 @@ fn bench_sizes(
                 Err(e) => return Err(e.into()),
             }
         }
-        // The CPU reference: fewer frames at large sizes keep the run short; still a median.
-        let (cpu_wall, cpu_stats) = bench_cpu(cpu, &image, params, args.frames.clamp(1, 5))?;
+        // Beside an OpenCL device the CPU is the reference, and at most 5 frames of it keep
+        // the run short (still a median); without one (`--backend cpu`, or `auto` on a machine
+        // without OpenCL) it is what is measured, and gets every frame asked for.
+        let cpu_frames = if results.gpu_available {
+            args.frames.clamp(1, CPU_REFERENCE_FRAMES)
+        } else {
+            args.frames
+        };
+        let (cpu_wall, cpu_stats) = bench_cpu(cpu, &image, params, cpu_frames)?;
         row.insert("cpu".into(), cpu_stats);
         row.insert("cpu_over_opencl".into(), json!(cpu_wall / gpu_wall));
         print_size_row(say, w, h, &row, cpu_wall, gpu_wall)?;
@@ -352,6 +360,9 @@ fn bench_sizes(
     }
     Ok(results)
 }
+
+/// Most frames timed of the CPU backend when it is the reference of an OpenCL device.
+const CPU_REFERENCE_FRAMES: usize = 5;
 
 /// Times `frames` frames of the CPU backend after one warm-up: the median wall time in ms, and
 /// the report's `cpu` entry (device, frames, wall, keypoints, median stage times).

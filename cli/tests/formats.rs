@@ -349,6 +349,26 @@ fn a_corrupt_image_on_standard_input_gives_a_clear_error() {
     }
 }
 
+/// `bench --backend cpu` times every frame asked for (beside an OpenCL device the CPU is only
+/// the reference, and runs at most 5).
+#[test]
+fn bench_of_the_cpu_backend_times_every_frame_asked_for() {
+    let bench = json_of(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--sizes",
+        "160x120",
+        "--frames",
+        "7",
+        "--json",
+        "-",
+    ]);
+    let cpu = &bench["sizes"][0]["cpu"];
+    assert_eq!(cpu["frames"], 7, "{cpu}");
+    assert!(cpu["wall_ms"].as_f64().unwrap() > 0.0, "{cpu}");
+}
+
 #[test]
 fn help_says_what_the_tool_and_bench_do() {
     let out = surfcl(&["--help"]);

@@ -198,14 +198,7 @@ impl CpuBackend {
     /// them hand nothing to a thread outside the pool and back.
     fn on_pool<R: Send>(&mut self, work: impl FnOnce(&mut Self) -> R + Send) -> R {
         match self.pool.clone() {
-            Some(pool) => {
-                // Wake every thread of the pool at once. Between camera frames the threads
-                // sleep, and the first stage's parallel loop would otherwise wake them one
-                // after another as its work splits, each wake-up a trip through the scheduler
-                // (the hypervisor's, in a VM) before the thread can take a share.
-                pool.spawn_broadcast(|_| {});
-                pool.install(|| work(self))
-            }
+            Some(pool) => pool.install(|| work(self)),
             None => work(self),
         }
     }
