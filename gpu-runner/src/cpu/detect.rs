@@ -25,7 +25,7 @@ use surfcl_core::surf::{
 use surfcl_core::{Keypoint, KeypointSink};
 
 use super::simd::Kernels;
-use super::support::ensure_len;
+use super::support::{ensure_len, keep_awake};
 
 /// Grid rows filled before they are scanned: a band of 1920x1080's octave 0 is 240 KB of maps,
 /// which stays in a core's cache until the band is scanned.
@@ -311,19 +311,21 @@ impl Strategy for Threads<'_> {
                     Ok::<(), SurfError>(())
                 })
         })?;
-        for seam in seams {
-            let seam = lock(seam);
-            for &point in seam.points.points() {
-                sink.offer(point);
+        keep_awake(Some(pool), || {
+            for seam in seams {
+                let seam = lock(seam);
+                for &point in seam.points.points() {
+                    sink.offer(point);
+                }
+                stats.add_scan(&seam.stats);
             }
-            stats.add_scan(&seam.stats);
-        }
-        for band in bands.iter() {
-            for &point in band.points.points() {
-                sink.offer(point);
+            for band in bands.iter() {
+                for &point in band.points.points() {
+                    sink.offer(point);
+                }
+                stats.add_scan(&band.stats);
             }
-            stats.add_scan(&band.stats);
-        }
+        });
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use surfcl_core::{GrayImage, ImageError, IntegralImage};
 
-use super::support::ensure_len;
+use super::support::{ensure_len, keep_awake};
 
 /// Fewest rows of a band: below it the rows above the bands cost more than the bands spread.
 const MIN_BAND_ROWS: usize = 16;
@@ -63,11 +63,13 @@ pub(super) fn compute<'t>(
             .zip(pixels.par_chunks(band_rows * width))
             .for_each(|(added, band_pixels)| band_row_sums(added, band_pixels, width));
     });
-    for b in 1..bands {
-        let (above, rest) = carries.split_at_mut(b * stride);
-        let previous = &above[(b - 1) * stride..];
-        add_in_place(&mut rest[..stride], previous);
-    }
+    keep_awake(Some(pool), || {
+        for b in 1..bands {
+            let (above, rest) = carries.split_at_mut(b * stride);
+            let previous = &above[(b - 1) * stride..];
+            add_in_place(&mut rest[..stride], previous);
+        }
+    });
 
     let carries = &*carries;
     pool.install(|| {
