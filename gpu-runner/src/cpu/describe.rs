@@ -10,7 +10,7 @@ use surfcl_core::haar_map::{HaarCell, HaarMap};
 use surfcl_core::{Descriptor, IntegralImage, Keypoint};
 
 use super::simd::Kernels;
-use super::support::{ensure_len, keep_awake, ms_since};
+use super::support::{ensure_len, ms_since};
 use crate::backend::StageTiming;
 use crate::error::Error;
 
@@ -301,7 +301,7 @@ pub(super) fn describe_parallel(
     out: &mut Vec<Descriptor>,
 ) -> Result<(), Error> {
     let n = keypoints.len();
-    keep_awake(pool, || spatial.arrange(keypoints, ii.height()));
+    spatial.arrange(keypoints, ii.height());
     let SpatialOrder {
         order,
         rank,

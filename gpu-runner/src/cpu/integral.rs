@@ -1,14 +1,12 @@
 //! The integral image on the backend's threads, in bands of rows. The core's
 //! [`IntegralImage::compute`] runs along each row with a running sum, one row after the other:
 //! a serial pass over every pixel, which on a frame of a few megapixels costs as much as a
-//! parallel stage spread over several cores. Here the table is written in one pass, all bands
-//! at once, each band starting from the table row above it. That row is found first, from
-//! the pixels alone: each band sums its pixels left of every column (what its rows add to the
-//! table row below it, a pass over the pixels that writes one row), and the rows above the
-//! bands are the running sums of those, a few thousand additions. The table, the largest
-//! buffer of the frame, is thus written once and not read back. Entries are sums of the same
-//! pixels in `u32` arithmetic that wraps as the core's release build does, so the table is the
-//! core's, word for word.
+//! parallel stage spread over several cores. Here each band of rows is first summed as if the
+//! image began at its first row (the core's recurrence), all bands at once; then the table row
+//! above each band (the sum of the bands above's last rows, a few thousand additions) is added
+//! to every row of the band, rows spread over the threads. Entries are sums of the same pixels
+//! in `u32` arithmetic that wraps as the core's release build does, so the table is the core's,
+//! word for word.
 //!
 //! Bands of rows, not strips of columns: each thread writes whole rows, so no two threads
 //! write the same cache line at the same time (strips of a row share a line at every strip
@@ -18,13 +16,14 @@ use rayon::prelude::*;
 
 use surfcl_core::{GrayImage, ImageError, IntegralImage};
 
-use super::support::{ensure_len, keep_awake};
+use super::support::ensure_len;
 
-/// Fewest rows of a band: below it the rows above the bands cost more than the bands spread.
+/// Fewest rows of a band: below it the second pass's per-band start costs more than the band
+/// spreads.
 const MIN_BAND_ROWS: usize = 16;
 
-/// Bands per thread: a thread on a busier core then holds up the others for half a band.
-const BANDS_PER_THREAD: usize = 2;
+/// Rows per task of the second pass.
+const CARRY_ROWS_PER_TASK: usize = 16;
 
 /// The integral image of `image` into `table` (exactly `integral_len` words), on `pool`'s
 /// threads when there is one and the image has rows enough, else the core's serial pass.
@@ -36,9 +35,7 @@ pub(super) fn compute<'t>(
     carries: &mut Vec<u32>,
 ) -> Result<IntegralImage<'t>, ImageError> {
     let (width, height) = (image.width(), image.height());
-    let bands = pool.map_or(1, |p| {
-        (p.current_num_threads() * BANDS_PER_THREAD).min(height / MIN_BAND_ROWS)
-    });
+    let bands = pool.map_or(1, |p| p.current_num_threads().min(height / MIN_BAND_ROWS));
     let (Some(pool), true) = (pool, bands > 1) else {
         return IntegralImage::compute(image, table);
     };
@@ -50,74 +47,78 @@ pub(super) fn compute<'t>(
     let (top, rows) = table.split_at_mut(stride);
     top.fill(0);
     let pixels = image.pixels();
-
-    // `carries[b]`: the table row above band `b`. First `carries[b + 1]` gets what band `b`'s
-    // rows add to the row below them, then the running sum down the bands makes it the row.
-    ensure_len(carries, bands * stride);
-    let carries = &mut carries[..bands * stride];
-    let (first, below_first) = carries.split_at_mut(stride);
-    first.fill(0);
-    pool.install(|| {
-        below_first
-            .par_chunks_mut(stride)
-            .zip(pixels.par_chunks(band_rows * width))
-            .for_each(|(added, band_pixels)| band_row_sums(added, band_pixels, width));
-    });
-    keep_awake(Some(pool), || {
-        for b in 1..bands {
-            let (above, rest) = carries.split_at_mut(b * stride);
-            let previous = &above[(b - 1) * stride..];
-            add_in_place(&mut rest[..stride], previous);
-        }
-    });
-
-    let carries = &*carries;
     pool.install(|| {
         rows.par_chunks_mut(band_rows * stride)
             .zip(pixels.par_chunks(band_rows * width))
-            .zip(carries.par_chunks(stride))
-            .for_each(|((band, band_pixels), above)| {
-                band_integral(band, band_pixels, width, above);
+            .for_each(|(band, band_pixels)| band_integral(band, band_pixels, width));
+    });
+
+    // `carries[b]`: the table row above band `b + 1`, the running sum of the bands' last rows.
+    ensure_len(carries, bands * stride);
+    let carries = &mut carries[..bands * stride];
+    let mut above: Option<&[u32]> = None;
+    for (carry, last_row) in carries.chunks_exact_mut(stride).zip(
+        rows.chunks(band_rows * stride)
+            .filter_map(|b| b.rchunks_exact(stride).next()),
+    ) {
+        match above {
+            Some(above) => add_rows(carry, above, last_row),
+            None => carry.copy_from_slice(last_row),
+        }
+        above = Some(carry);
+    }
+
+    let carries = &*carries;
+    let below_first = rows.get_mut(band_rows * stride..).unwrap_or_default();
+    pool.install(|| {
+        below_first
+            .par_chunks_mut(CARRY_ROWS_PER_TASK * stride)
+            .enumerate()
+            .for_each(|(task, chunk)| {
+                for (k, row) in chunk.chunks_exact_mut(stride).enumerate() {
+                    // Row `y` of the table below the zero row lies in band `y / band_rows`.
+                    let y = band_rows + task * CARRY_ROWS_PER_TASK + k;
+                    let carry = &carries[(y / band_rows - 1) * stride..][..stride];
+                    add_in_place(row, carry);
+                }
             });
     });
     IntegralImage::from_table(table, width, height)
 }
 
-/// `added[x]`: the sum of the pixels of the rows of `pixels` (`width` wide) left of column `x`,
-/// for `x` in `0..=width`: what these rows add to every entry of the table row below them.
-fn band_row_sums(added: &mut [u32], pixels: &[u8], width: usize) {
-    added.fill(0);
-    let Some((_, columns)) = added.split_first_mut() else {
-        return;
-    };
-    for row in pixels.chunks_exact(width) {
-        for (sum, &p) in columns.iter_mut().zip(row) {
-            *sum = sum.wrapping_add(u32::from(p));
-        }
-    }
-    let mut left = 0u32;
-    for entry in columns {
-        left = left.wrapping_add(*entry);
-        *entry = left;
-    }
-}
-
-/// The integral table of the rows of `pixels` (`width` wide) into `band`, below the table row
-/// `above`: the core's recurrence (`entry = entry above + sum of the row up to here`).
-fn band_integral(band: &mut [u32], pixels: &[u8], width: usize, above: &[u32]) {
+/// The integral table of the rows of `pixels` (`width` wide) into `band`, as if the image began
+/// at its first row: the core's recurrence (`entry = entry above + sum of the row up to here`).
+fn band_integral(band: &mut [u32], pixels: &[u8], width: usize) {
     let stride = width + 1;
-    let mut above = above;
+    let mut above: Option<&[u32]> = None;
     for (entries, row) in band
         .chunks_exact_mut(stride)
         .zip(pixels.chunks_exact(width))
     {
         entries[0] = 0;
         let mut row_sum = 0u32;
-        for ((entry, &up), &p) in entries[1..].iter_mut().zip(&above[1..]).zip(row) {
-            row_sum = row_sum.wrapping_add(u32::from(p));
-            *entry = up.wrapping_add(row_sum);
+        match above {
+            Some(above) => {
+                for ((entry, &up), &p) in entries[1..].iter_mut().zip(&above[1..]).zip(row) {
+                    row_sum = row_sum.wrapping_add(u32::from(p));
+                    *entry = up.wrapping_add(row_sum);
+                }
+            }
+            None => {
+                for (entry, &p) in entries[1..].iter_mut().zip(row) {
+                    row_sum = row_sum.wrapping_add(u32::from(p));
+                    *entry = row_sum;
+                }
+            }
         }
-        above = entries;
+        above = Some(entries);
+    }
+}
+
+/// `out = a + b`, word by word (wrapping, as the core's release build adds).
+fn add_rows(out: &mut [u32], a: &[u32], b: &[u32]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = x.wrapping_add(y);
     }
 }
 

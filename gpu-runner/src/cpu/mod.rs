@@ -45,7 +45,7 @@ pub use describe::{HaarMapPolicy, MAP_TRIALS};
 use detect::{DetectBuffers, PoolSorted, detect_surf};
 use matching::{Sides, parallel_match};
 use simd::Kernels;
-use support::{ensure_len, keep_awake, ms_since, thread_count};
+use support::{ensure_len, ms_since, thread_count};
 
 /// The CPU reference backend.
 #[derive(Debug, Default)]
@@ -319,10 +319,8 @@ impl CpuBackend {
         };
         sink.sort();
         let dropped = sink.dropped();
-        keep_awake(self.pool.as_deref(), || {
-            out.keypoints.clear();
-            out.keypoints.extend_from_slice(sink.points());
-        });
+        out.keypoints.clear();
+        out.keypoints.extend_from_slice(sink.points());
         timings.push(StageTiming {
             name: "detect".into(),
             ms: ms_since(start),
