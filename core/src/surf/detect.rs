@@ -85,7 +85,9 @@ pub trait Strategy {
     /// `(sx, sy)`, for this octave's grid rows `0..rows` of `gw` samples, in place in `maps`.
     /// `previous_gw >= 2 gw`, so the destinations of rows `..4a` lie before the sources of row
     /// `a` and of every row after it: a strategy may move the rows of `[a, 4a)` at once, once
-    /// the rows before `a` are moved. By default row after row on this thread.
+    /// the rows before `a` are moved. A strategy may instead copy the sources aside here and
+    /// put them in place in its own [`Strategy::fill_and_scan`], before it fills each row: the
+    /// words are the same. By default row after row on this thread.
     fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
         move_shared_rows(maps, previous_gw, gw, 0..rows);
     }

@@ -7,10 +7,12 @@
 //! per octave. The sink keeps the strongest keypoints under a total order whatever the order
 //! they are offered in, and the counts are sums, so the result is the single-threaded one.
 //!
-//! What the core does on one thread between the octaves' fills is spread over the pool too:
-//! the move of the intervals an octave shares with the one before ([`Strategy::move_shared`],
-//! in waves of rows) and the final sort ([`PoolSorted`]). On a 16-core host the move alone,
-//! on one thread, took about as long as the octave after it on all 16 (docs/BENCHMARKS.md).
+//! What the core does on one thread between the octaves' fills is spread over the pool too.
+//! The intervals an octave shares with the one before ([`Strategy::move_shared`]) are copied
+//! aside in one pass over the pool, and each band's task puts its rows' share in place before
+//! it fills them; the core moves them in place, row after row, which on a 16-core host took
+//! about as long as the octave after it on all 16 (docs/BENCHMARKS.md). The final sort runs on
+//! the pool too ([`PoolSorted`]).
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -40,12 +42,11 @@ const MIN_BAND_ROWS: usize = 4;
 /// last, slow bands of octave 0.
 const BANDS_PER_THREAD: usize = 6;
 
-/// Grid rows whose shared intervals are moved on the calling thread before the waves: the
-/// first waves (`[1, 4)`, `[4, 16)`) are too short to be worth a trip through the pool.
-const SERIAL_MOVE_ROWS: usize = 16;
+/// Grid rows per task of the copy of the shared intervals aside.
+const SHARED_ROWS_PER_TASK: usize = 8;
 
-/// Grid rows per task of a wave of the shared-interval move.
-const MOVE_ROWS_PER_TASK: usize = 4;
+/// Words per sample of the shared intervals copied aside (this octave's intervals 0 and 1).
+const SHARED_WORDS: usize = 2;
 
 /// The buffers of detection, kept from frame to frame.
 #[derive(Debug, Default)]
@@ -57,6 +58,17 @@ pub(super) struct DetectBuffers {
     bands: Vec<ScanBand>,
     /// The seams between the bands of an octave: `seams[k]` above band `k + 1`.
     seams: Vec<Mutex<Seam>>,
+    /// The previous octave's intervals 1 and 3 that the next octave starts from, copied aside
+    /// by [`Threads::move_shared`]: [`SHARED_WORDS`] per sample of the next octave's grid.
+    shared: Vec<u32>,
+}
+
+/// The next octave's grid whose intervals 0 and 1 wait in [`DetectBuffers::shared`], to be put in
+/// place by the task of each band before it fills the band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SharedAside {
+    gw: usize,
+    rows: usize,
 }
 
 /// Detection on the calling thread, with `kernels`.
@@ -99,6 +111,23 @@ pub(super) struct Threads<'a> {
     pub pool: &'a rayon::ThreadPool,
     pub kernels: &'a Kernels,
     pub buffers: &'a mut DetectBuffers,
+    /// Set by [`Strategy::move_shared`], taken by the octave's [`Strategy::fill_and_scan`].
+    aside: Option<SharedAside>,
+}
+
+impl<'a> Threads<'a> {
+    pub(super) fn new(
+        pool: &'a rayon::ThreadPool,
+        kernels: &'a Kernels,
+        buffers: &'a mut DetectBuffers,
+    ) -> Self {
+        Self {
+            pool,
+            kernels,
+            buffers,
+            aside: None,
+        }
+    }
 }
 
 impl Threads<'_> {
@@ -161,40 +190,39 @@ impl Strategy for Threads<'_> {
         })
     }
 
-    /// Rows `0..SERIAL_MOVE_ROWS` as the core moves them, then waves `[a, 4a)` on the pool: a
-    /// wave's destinations all lie before its rows' sources (`previous_gw >= 2 gw`), which
-    /// no earlier wave has overwritten, so each word moves as in the core's order.
+    /// Copies the sources aside, all rows at once on the pool, for the octave's band tasks to
+    /// put in place ([`put_shared`]): the core's move has to go in place row after row (or in
+    /// waves `[a, 4a)`), as a row's destination overwrites the sources of rows before it. The
+    /// words are the ones the core moves, read before any is overwritten, so each destination
+    /// gets the value the core's move gives it.
     fn move_shared(&mut self, maps: &mut [u32], previous_gw: usize, gw: usize, rows: usize) {
         let words = INTERVALS as usize;
-        let first_wave = rows.min(SERIAL_MOVE_ROWS);
-        surf::Serial::default().move_shared(maps, previous_gw, gw, first_wave);
-        let (row_words, source_row_words) = (gw * words, 2 * previous_gw * words);
-        let mut start = first_wave.max(1);
-        while start < rows {
-            let end = (4 * start).min(rows);
-            let split = start * source_row_words;
-            if split > maps.len() || end * row_words > split {
-                // Not the core's nested grids: row after row, as the core moves them.
-                surf::Serial::default().move_shared(maps, previous_gw, gw, rows);
-                return;
-            }
-            let (destinations, sources) = maps.split_at_mut(split);
-            let destinations = &mut destinations[start * row_words..end * row_words];
-            let sources = &*sources;
-            self.pool.install(|| {
-                destinations
-                    .par_chunks_mut(MOVE_ROWS_PER_TASK * row_words)
-                    .enumerate()
-                    .for_each(|(task, rows)| {
-                        let first = task * MOVE_ROWS_PER_TASK;
-                        for (k, row) in rows.chunks_mut(row_words).enumerate() {
-                            let from = (first + k) * source_row_words;
-                            move_row(row, sources.get(from..).unwrap_or_default());
-                        }
-                    });
-            });
-            start = end;
+        let source_row_words = 2 * previous_gw * words;
+        // The previous octave's rows up to `2 (rows - 1)`, the last one read, whole.
+        let source_words = (2 * rows).saturating_sub(1) * previous_gw * words;
+        if gw == 0 || rows == 0 || 2 * gw > previous_gw || source_words > maps.len() {
+            // Not the core's nested grids: as the core moves them.
+            surf::Serial::default().move_shared(maps, previous_gw, gw, rows);
+            return;
         }
+        let shared = &mut self.buffers.shared;
+        ensure_len(shared, rows * gw * SHARED_WORDS);
+        let shared = &mut shared[..rows * gw * SHARED_WORDS];
+        let maps = &*maps;
+        let aside_row_words = gw * SHARED_WORDS;
+        self.pool.install(|| {
+            shared
+                .par_chunks_mut(SHARED_ROWS_PER_TASK * aside_row_words)
+                .enumerate()
+                .for_each(|(task, rows)| {
+                    let first = task * SHARED_ROWS_PER_TASK;
+                    for (k, row) in rows.chunks_mut(aside_row_words).enumerate() {
+                        let from = (first + k) * source_row_words;
+                        copy_sources(row, maps.get(from..).unwrap_or_default());
+                    }
+                });
+        });
+        self.aside = Some(SharedAside { gw, rows });
     }
 
     fn fill_and_scan<S: KeypointSink>(
@@ -214,11 +242,19 @@ impl Strategy for Threads<'_> {
         }
         let pool = self.pool;
         self.columns();
+        let aside = self.aside.take();
         let DetectBuffers {
             columns,
             bands,
             seams,
+            shared,
         } = &mut *self.buffers;
+        // The shared intervals copied aside for this octave's grid (none in octave 0).
+        let (gw, _) = fill.grid();
+        let shared = match aside {
+            Some(a) if a == (SharedAside { gw, rows }) => shared.get(..rows * gw * SHARED_WORDS),
+            _ => None,
+        };
         if bands.len() < count {
             bands.resize_with(count, ScanBand::default);
         }
@@ -245,6 +281,10 @@ impl Strategy for Threads<'_> {
                 .try_for_each(|(k, (chunk, band))| {
                     let first = k * band_rows;
                     let band_range = first..first + chunk.len() / row_words;
+                    if let Some(shared) = shared {
+                        let from = first * gw * SHARED_WORDS;
+                        put_shared(chunk, shared.get(from..).unwrap_or_default());
+                    }
                     with_columns(columns, len, |c| {
                         fill_rows(fill, band_range.clone(), chunk, c)
                     })?;
@@ -288,13 +328,28 @@ impl Strategy for Threads<'_> {
     }
 }
 
-/// One grid row's intervals 0 and 1 (`row`, four words per sample) from intervals 1 and 3 of
-/// every other sample of the previous octave's row `source` (which starts at the row's first
-/// source sample).
-fn move_row(row: &mut [u32], source: &[u32]) {
-    for (sample, pair) in row.chunks_exact_mut(4).zip(source.chunks_exact(8)) {
+/// One grid row's intervals 0 and 1 (`aside`, [`SHARED_WORDS`] per sample) from intervals 1
+/// and 3 of every other sample of the previous octave's row `source` (which starts at the row's
+/// first source sample).
+fn copy_sources(aside: &mut [u32], source: &[u32]) {
+    for (sample, pair) in aside
+        .chunks_exact_mut(SHARED_WORDS)
+        .zip(source.chunks_exact(2 * INTERVALS as usize))
+    {
         sample[0] = pair[1];
         sample[1] = pair[3];
+    }
+}
+
+/// Intervals 0 and 1 of the samples of `maps` (four words each) from `aside` ([`SHARED_WORDS`]
+/// per sample, the same samples in the same order).
+fn put_shared(maps: &mut [u32], aside: &[u32]) {
+    for (sample, pair) in maps
+        .chunks_exact_mut(INTERVALS as usize)
+        .zip(aside.chunks_exact(SHARED_WORDS))
+    {
+        sample[0] = pair[0];
+        sample[1] = pair[1];
     }
 }
 
@@ -456,11 +511,7 @@ pub(super) fn detect_surf<S: KeypointSink>(
 ) -> Result<DetectStats, SurfError> {
     match pool {
         Some(pool) => {
-            let mut threads = Threads {
-                pool,
-                kernels,
-                buffers,
-            };
+            let mut threads = Threads::new(pool, kernels, buffers);
             surf::detect_with_strategy(ii, config, scratch, sink, &mut threads)
         }
         None => {
@@ -474,11 +525,11 @@ pub(super) fn detect_surf<S: KeypointSink>(
 mod tests {
     use super::*;
 
-    /// The waves on the pool move the words the core's row-after-row move does, leaving every
-    /// other word as it was: nested grids of several shapes (one wave, several, a last wave
-    /// cut short, rows within the serial part only), one thread and several.
+    /// The shared intervals copied aside and put in place give the words the core's
+    /// row-after-row move gives, leaving every other word as it was: nested grids of several
+    /// shapes, one thread and several.
     #[test]
-    fn waves_of_moves_equal_the_core_move() {
+    fn shared_intervals_put_in_place_equal_the_core_move() {
         for (previous_gw, gw, rows) in [(15, 7, 100), (20, 10, 9), (480, 240, 135), (9, 4, 300)] {
             let len = (2 * rows - 1) * previous_gw * INTERVALS as usize;
             let words: Vec<u32> = (0..len as u32)
@@ -494,12 +545,14 @@ mod tests {
                     .unwrap();
                 let mut got = words.clone();
                 let mut buffers = DetectBuffers::default();
-                let mut strategy = Threads {
-                    pool: &pool,
-                    kernels: &Kernels::default(),
-                    buffers: &mut buffers,
-                };
+                let kernels = Kernels::default();
+                let mut strategy = Threads::new(&pool, &kernels, &mut buffers);
                 strategy.move_shared(&mut got, previous_gw, gw, rows);
+                assert_eq!(strategy.aside, Some(SharedAside { gw, rows }));
+                // Copied aside only: the maps are untouched until the bands put it in place.
+                assert!(got == words);
+                let destinations = &mut got[..rows * gw * INTERVALS as usize];
+                put_shared(destinations, &buffers.shared);
                 assert!(
                     got == expected,
                     "{previous_gw} -> {gw} x {rows}, {threads} threads"
