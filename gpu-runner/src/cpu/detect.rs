@@ -233,7 +233,23 @@ impl Strategy for Threads<'_> {
         stats: &mut DetectStats,
     ) -> Result<(), SurfError> {
         let fill_rows = self.kernels.fill_rows;
-        let rows = fill.grid().1;
+        let (gw, rows) = fill.grid();
+        // The shared intervals copied aside for this octave's grid (none in octave 0). Any
+        // other grid (the core pairs the two calls, so never) gets them in place here, as the
+        // core's move would have left them.
+        let per_band = match self.aside.take() {
+            Some(aside) if aside == (SharedAside { gw, rows }) => true,
+            Some(aside) => {
+                let samples = aside.gw * aside.rows;
+                let shared = self.buffers.shared.get(..samples * SHARED_WORDS);
+                let words = samples * INTERVALS as usize;
+                if let (Some(shared), Some(maps)) = (shared, maps.get_mut(..words)) {
+                    put_shared(maps, shared);
+                }
+                false
+            }
+            None => false,
+        };
         let (row_words, len) = (fill.row_words(), column_scratch_len(fill.image_width()));
         let band_rows = self.rows_per_band(rows);
         let count = rows.div_ceil(band_rows);
@@ -242,19 +258,13 @@ impl Strategy for Threads<'_> {
         }
         let pool = self.pool;
         self.columns();
-        let aside = self.aside.take();
         let DetectBuffers {
             columns,
             bands,
             seams,
             shared,
         } = &mut *self.buffers;
-        // The shared intervals copied aside for this octave's grid (none in octave 0).
-        let (gw, _) = fill.grid();
-        let shared = match aside {
-            Some(a) if a == (SharedAside { gw, rows }) => shared.get(..rows * gw * SHARED_WORDS),
-            _ => None,
-        };
+        let shared = shared.get(..rows * gw * SHARED_WORDS).filter(|_| per_band);
         if bands.len() < count {
             bands.resize_with(count, ScanBand::default);
         }
