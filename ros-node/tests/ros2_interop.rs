@@ -105,15 +105,19 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
     out
 }
 
-/// Runs the rclpy probe `script` (in `tests/ros2`, with `args`) beside the node with `distro`'s
-/// ROS 2 in a private namespace (`run-netns.sh`, ROS domain `domain`, CPU backend), within
-/// `limit`; panics unless the probe reports `"ok": true` and the node exits with status 0 on the
-/// SIGINT that ends the session. Returns the node's and the probe's stderr.
+/// The node's arguments in the rclpy probes: the CPU backend.
+const PROBE_NODE_ARGS: &str = "--param backend:=cpu";
+
+/// Runs the rclpy probe `script` (in `tests/ros2`, with `args`) beside the node (started with
+/// `node_args`) with `distro`'s ROS 2 in a private namespace (`run-netns.sh`, ROS domain
+/// `domain`), within `limit`; panics unless the probe reports `"ok": true` and the node exits
+/// with status 0 on the SIGINT that ends the session. Returns the node's and the probe's stderr.
 fn rclpy_probe(
     distro: &str,
     domain: &str,
     script: &str,
     args: &[&std::ffi::OsStr],
+    node_args: &str,
     limit: Duration,
 ) -> String {
     let mut command = vec![
@@ -126,7 +130,7 @@ fn rclpy_probe(
     let command: Vec<&std::ffi::OsStr> = command.iter().map(|a| a.as_os_str()).collect();
     let (status, stdout, stderr) = run_in_namespace(
         &command,
-        &[("DOMAIN", domain), ("NODE_ARGS", "--param backend:=cpu")],
+        &[("DOMAIN", domain), ("NODE_ARGS", node_args)],
         limit,
     );
     eprintln!(
@@ -162,6 +166,7 @@ fn graph_frames_parameters_sigint(distro: &str, domain: &str) {
             "--cli-json".as_ref(),
             cli_json.as_os_str(),
         ],
+        PROBE_NODE_ARGS,
         Duration::from_secs(240),
     );
     let _ = std::fs::remove_file(&cli_json);
@@ -588,6 +593,7 @@ fn rclpy_reports_type_hashes(distro: &str, domain: &str) {
         domain,
         "type_hashes.py",
         &[],
+        PROBE_NODE_ARGS,
         Duration::from_secs(120),
     );
     assert!(
@@ -604,4 +610,23 @@ fn rclpy_kilted_reports_the_node_endpoints_type_hashes() {
 #[test]
 fn rclpy_jazzy_reports_the_node_endpoints_type_hashes() {
     rclpy_reports_type_hashes("jazzy", "172");
+}
+
+/// Under `use_sim_time:=true` the node keeps ROS 2's time: rclpy publishes `/clock`
+/// (`rosgraph_msgs/msg/Clock`, best effort, as `ros2 bag play --clock` does) at a simulated
+/// time far from the wall clock; the graph holds that one type on `/clock`, the node's reader
+/// belongs to the node with rosidl's type hash, and the node's `/diagnostics` carry the
+/// simulated time (`tests/ros2/sim_time.py`).
+#[test]
+fn rclpy_kilted_use_sim_time_follows_the_clock_topic() {
+    require_distro("kilted");
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    rclpy_probe(
+        "kilted",
+        "173",
+        "sim_time.py",
+        &[],
+        "--param backend:=cpu --param use_sim_time:=true",
+        Duration::from_secs(120),
+    );
 }

@@ -13,16 +13,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ros2_client::Publisher;
+use ros2_client::builtin_interfaces::Time;
+use ros2_client::{NodeClock, Publisher};
 
 use super::shared::{Shared, lock};
 use super::stats::{StageTimes, Stats};
 use crate::msg::{self, Header};
 
-/// Spawns the task that publishes a report on `publisher` every second.
+/// Spawns the task that publishes a report on `publisher` every second, stamped with the
+/// node's `clock` (`/clock`'s time under `use_sim_time`, as ROS tools expect of a node's
+/// diagnostics).
 pub(super) fn spawn(
     shared: Arc<Shared>,
     node: String,
+    clock: NodeClock,
     publisher: Publisher<msg::DiagnosticArray>,
 ) -> smol::Task<()> {
     smol::spawn(async move {
@@ -37,7 +41,8 @@ pub(super) fn spawn(
                 s.stage_window.clear();
                 snap
             };
-            let report = report(&node, &last.1, &snapshot, now.duration_since(last.0));
+            let elapsed = now.duration_since(last.0);
+            let report = report(&node, &last.1, &snapshot, elapsed, clock.now().into());
             let _ = publisher.publish(report);
             last = (now, snapshot);
         }
@@ -132,14 +137,20 @@ fn values(now: &Stats, fps: f64) -> Vec<msg::KeyValue> {
     values
 }
 
-/// The report of the node `node` for the `elapsed` time from `before` to `now`.
-fn report(node: &str, before: &Stats, now: &Stats, elapsed: Duration) -> msg::DiagnosticArray {
+/// The report of the node `node` for the `elapsed` time from `before` to `now`, stamped `stamp`.
+fn report(
+    node: &str,
+    before: &Stats,
+    now: &Stats,
+    elapsed: Duration,
+    stamp: Time,
+) -> msg::DiagnosticArray {
     let secs = elapsed.as_secs_f64().max(1e-3);
     let fps = (now.processed - before.processed) as f64 / secs;
     let (level, message) = summary(before, now, secs);
     msg::DiagnosticArray {
         header: Header {
-            stamp: ros2_client::builtin_interfaces::Time::now(),
+            stamp,
             frame_id: String::new(),
         },
         status: vec![msg::DiagnosticStatus {

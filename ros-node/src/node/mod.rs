@@ -258,6 +258,7 @@ pub fn start(
     tasks.push(diagnostics::spawn(
         Arc::clone(&shared),
         fqn.clone(),
+        node.clock(),
         entities.diagnostics,
     ));
     let (receiver, worker) = spawn_threads(

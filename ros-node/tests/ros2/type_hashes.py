@@ -29,6 +29,7 @@ ENDPOINTS = [
     ("publishers", "/rosout", False, "rcl_interfaces/msg/Log"),
     ("publishers", "/parameter_events", False, "rcl_interfaces/msg/ParameterEvent"),
     ("subscriptions", "/image", False, "sensor_msgs/msg/Image"),
+    ("subscriptions", "/clock", False, "rosgraph_msgs/msg/Clock"),
 ] + [
     endpoint
     for service, srv in [

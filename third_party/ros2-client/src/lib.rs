@@ -210,7 +210,7 @@ pub mod dds {
   };
   #[doc(inline)]
   pub use crate::node::{
-    Node, NodeCreateError, NodeEvent, ParameterError, ReaderWait, Spinner, WriterWait,
+    Node, NodeClock, NodeCreateError, NodeEvent, ParameterError, ReaderWait, Spinner, WriterWait,
   };
   #[doc(inline)]
   pub use crate::pubsub::{Publisher, Subscription};
@@ -293,7 +293,7 @@ pub use log::Log;
 #[doc(inline)]
 pub use dds::{
   ActionClient, ActionServer, AsyncActionServer, Client, Context, ContextOptions,
-  DEFAULT_PUBLISHER_QOS, DEFAULT_SUBSCRIPTION_QOS, Node, NodeCreateError, NodeEvent,
+  DEFAULT_PUBLISHER_QOS, DEFAULT_SUBSCRIPTION_QOS, Node, NodeClock, NodeCreateError, NodeEvent,
   NodeLoggingHandle, ParameterError, Publisher, ReaderWait, RosoutRaw, Server, ServiceMapping,
   Spinner, Subscription, WriterWait,
 };

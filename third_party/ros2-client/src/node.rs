@@ -18,7 +18,7 @@ use rustdds::*;
 use crate::{
   action::*,
   action_msgs, builtin_interfaces,
-  context::{Context, DEFAULT_SUBSCRIPTION_QOS},
+  context::Context,
   entities_info::{NodeEntitiesInfo, ParticipantEntitiesInfo},
   error::{CreateError, CreateResult},
   gid::Gid,
@@ -133,7 +133,9 @@ pub struct Spinner {
   status_event_senders: Arc<Mutex<Vec<async_channel::Sender<NodeEvent>>>>,
 
   sim_time: Arc<Mutex<ROSTime>>,
-  clock_topic: Topic,
+  // surfcl patch: the node's `/clock` reader (rosgraph_msgs/msg/Clock), made by
+  // `Node::spinner` so that the node lists it among its entities.
+  clock_reader: Subscription<RosgraphClock>,
 
   parameter_servers: Option<ParameterServers>,
   parameter_events_writer: Arc<Publisher<raw::ParameterEvent>>,
@@ -165,10 +167,7 @@ impl Spinner {
     let ros_discovery_stream = ros_discovery_reader.async_stream();
     pin_mut!(ros_discovery_stream);
 
-    let ros_clock_reader = self
-      .ros_context
-      .create_subscription::<builtin_interfaces::Time>(&self.clock_topic, None)?;
-    let ros_clock_stream = ros_clock_reader.async_stream();
+    let ros_clock_stream = self.clock_reader.async_stream();
     pin_mut!(ros_clock_stream);
 
     // These are Option< impl Stream<_>>
@@ -207,10 +206,10 @@ impl Spinner {
 
         clock_msg = ros_clock_stream.select_next_some() => {
           match clock_msg {
-            Ok((time,_msg_info)) => {
+            Ok((RosgraphClock { clock },_msg_info)) => {
               // Simulated time is updated internally unconditionally.
               // The logic in Node decides if it is used.
-              *self.sim_time.lock().unwrap() = time.into();
+              *self.sim_time.lock().unwrap() = clock.into();
             }
             Err(e) => warn!("Simulated clock receive error {e:?}")
           }
@@ -461,6 +460,38 @@ impl Spinner {
 // ----------------------------------------------------------------------------------------------------
 // ----------------------------------------------------------------------------------------------------
 
+/// surfcl patch: a node's clock, from [`Node::clock`].
+#[derive(Clone)]
+pub struct NodeClock {
+  sim_time: Arc<Mutex<ROSTime>>,
+  parameters: Arc<ParameterStore>,
+}
+
+impl NodeClock {
+  /// The node's time now, as [`Node::time_now`] gives it.
+  pub fn now(&self) -> ROSTime {
+    if self.parameters.use_sim_time() {
+      *self.sim_time.lock().unwrap()
+    } else {
+      ROSTime::now()
+    }
+  }
+}
+
+impl fmt::Debug for NodeClock {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.debug_struct("NodeClock")
+      .field("use_sim_time", &self.parameters.use_sim_time())
+      .finish()
+  }
+}
+
+/// surfcl patch: `rosgraph_msgs/msg/Clock`, the message of `/clock`.
+#[derive(Clone, Copy, Debug, serde::Deserialize, Serialize)]
+struct RosgraphClock {
+  clock: builtin_interfaces::Time,
+}
+
 /// What went wrong in `Node` creation
 #[derive(Debug)]
 pub enum NodeCreateError {
@@ -621,15 +652,21 @@ impl Node {
   ///
   /// It is either the system clock time
   pub fn time_now(&self) -> ROSTime {
-    if self.parameters.use_sim_time() {
-      *self.sim_time.lock().unwrap()
-    } else {
-      ROSTime::now()
-    }
+    self.clock().now()
   }
 
   pub fn time_now_not_simulated(&self) -> ROSTime {
     ROSTime::now()
+  }
+
+  /// surfcl patch: a handle on this node's clock ([`Node::time_now`]) that can
+  /// be moved to another task or thread: simulated time from `/clock` while
+  /// the `use_sim_time` parameter is true, the system clock otherwise.
+  pub fn clock(&self) -> NodeClock {
+    NodeClock {
+      sim_time: Arc::clone(&self.sim_time),
+      parameters: Arc::clone(&self.parameters),
+    }
   }
 
   /// Create a Spinner object to execute Node backround tasks.
@@ -719,11 +756,20 @@ impl Node {
       None // No parameter services
     };
 
+    // surfcl patch: `/clock` carries `rosgraph_msgs/msg/Clock` (upstream read it as
+    // `builtin_interfaces/Time`, a type no ROS 2 clock publisher matches), read best
+    // effort with a depth of one, as rclcpp's `ClockQoS`: a best-effort reader matches
+    // the reliable and the best-effort publishers of `ros2 bag play --clock`, Gazebo and
+    // rclpy.
+    let clock_qos = QosProfile::subscription_default()
+      .reliability_best_effort()
+      .history(History::KeepLast { depth: 1 });
     let clock_topic = self.create_topic(
       &Name::new("/", "clock").unwrap(),
-      MessageTypeName::new("builtin_interfaces", "Time"),
-      &DEFAULT_SUBSCRIPTION_QOS,
+      MessageTypeName::new("rosgraph_msgs", "Clock").with_type_hash(builtin::CLOCK),
+      &clock_qos,
     )?;
+    let clock_reader = self.create_subscription::<RosgraphClock>(&clock_topic, Some(clock_qos))?;
 
     self.suppress_node_info_updates(false);
 
@@ -735,7 +781,7 @@ impl Node {
       external_nodes: Arc::clone(&self.external_nodes),
       status_event_senders: Arc::clone(&self.status_event_senders),
       sim_time: Arc::clone(&self.sim_time),
-      clock_topic,
+      clock_reader,
       parameter_servers,
       parameter_events_writer: Arc::clone(&self.parameter_events_writer),
       parameters: Arc::clone(&self.parameters),

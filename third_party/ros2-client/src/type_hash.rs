@@ -91,7 +91,8 @@ macro_rules! type_hash {
 }
 
 /// Hashes of the interface types of this crate's own endpoints: `/rosout`,
-/// `/parameter_events`, `ros_discovery_info` and the parameter services.
+/// `/parameter_events`, `ros_discovery_info`, the parameter services and
+/// `/clock`.
 /// Jazzy and Kilted generate the same values.
 pub mod builtin {
   use super::TypeHash;
@@ -123,6 +124,9 @@ pub mod builtin {
   /// `rcl_interfaces/srv/DescribeParameters`.
   pub const DESCRIBE_PARAMETERS: TypeHash =
     type_hash!("RIHS01_845b484d71eb0673dae682f2e3ba3c4851a65a3dcfb97bddd82c5b57e91e4cff");
+  /// `rosgraph_msgs/msg/Clock` (`/clock`, read for simulated time).
+  pub const CLOCK: TypeHash =
+    type_hash!("RIHS01_692f7a66e93a3c83e71765d033b60349ba68023a8c689a79e48078bcb5c58564");
 
   /// Each hash above with its type's ROS name (`package/msg|srv/Type`), for
   /// checks against the `.json` type descriptions of an installation.
@@ -142,6 +146,7 @@ pub mod builtin {
     ),
     ("rcl_interfaces/srv/ListParameters", LIST_PARAMETERS),
     ("rcl_interfaces/srv/DescribeParameters", DESCRIBE_PARAMETERS),
+    ("rosgraph_msgs/msg/Clock", CLOCK),
   ];
 }
 
