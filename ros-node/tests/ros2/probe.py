@@ -4,6 +4,7 @@ A probe's `run(node, args, deadline, result)` fills `result` and raises `Failed`
 check that does not hold; `run_probe` prints `result` as one JSON line with "ok" and turns it
 into the exit code.
 """
+import argparse
 import json
 import time
 
@@ -33,6 +34,15 @@ def run_probe(node_name, run, args):
     finally:
         node.destroy_node()
         rclpy.shutdown()
+
+
+def node_probe_main(description, node_name, run):
+    """The `main` of a probe that takes only `--node` (the surfcl node's name) and `--timeout`:
+    parses them and runs `run` as `node_name` (`run_probe`)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--node", default="surfcl_node")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    return run_probe(node_name, run, ap.parse_args())
 
 
 def spin_until(node, deadline, done, what):

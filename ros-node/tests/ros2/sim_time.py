@@ -8,25 +8,20 @@ would add its own); the node's `/clock` reader belongs to the node and announces
 rosidl generated; the node's `/diagnostics` reports are stamped with the simulated time.
 Prints one JSON line; exits non-zero with {"ok": false, "error": ...} at the first failure.
 """
-import argparse
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from probe import Failed, run_probe, spin_until
+from probe import Failed, node_probe_main, spin_until
 from type_hashes import rosidl_hash
 
 SIM_START_S = 1_000_000
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--node", default="surfcl_node")
-    ap.add_argument("--timeout", type=float, default=60.0)
-    args = ap.parse_args()
-    return run_probe("surfcl_sim_time_probe", run, args)
+    return node_probe_main(__doc__, "surfcl_sim_time_probe", run)
 
 
 def run(node, args, deadline, result):

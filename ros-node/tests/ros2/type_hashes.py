@@ -10,7 +10,6 @@ in this installation (`share/<package>/<msg|srv>/<Type>.json`). Fast DDS logs a 
 endpoint's USER_DATA holds no parsable hash; the caller checks stderr for it.
 Prints one JSON line; exits non-zero with {"ok": false, "error": ...} at the first failure.
 """
-import argparse
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ import sys
 from ament_index_python.packages import get_package_share_directory
 from sensor_msgs.msg import Image
 
-from probe import Failed, outputs_and_input_matched, run_probe, spin_until
+from probe import Failed, node_probe_main, outputs_and_input_matched, spin_until
 
 # (graph query, topic, no_mangle, the type's ROS name)
 ENDPOINTS = [
@@ -50,11 +49,7 @@ DISCOVERY_INFO = "rmw_dds_common/msg/ParticipantEntitiesInfo"
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--node", default="surfcl_node")
-    ap.add_argument("--timeout", type=float, default=60.0)
-    args = ap.parse_args()
-    return run_probe("surfcl_type_hash_probe", run, args)
+    return node_probe_main(__doc__, "surfcl_type_hash_probe", run)
 
 
 def rosidl_hash(ros_type):
