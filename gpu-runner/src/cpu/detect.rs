@@ -322,17 +322,10 @@ impl Strategy for Threads<'_> {
                 })
         })?;
         for seam in seams {
-            let seam = lock(seam);
-            for &point in seam.points.points() {
-                sink.offer(point);
-            }
-            stats.add_scan(&seam.stats);
+            lock(seam).found.offer_to(sink, stats);
         }
         for band in bands.iter() {
-            for &point in band.points.points() {
-                sink.offer(point);
-            }
-            stats.add_scan(&band.stats);
+            band.offer_to(sink, stats);
         }
         Ok(())
     }
@@ -421,16 +414,15 @@ pub(super) struct Seam {
     rows_below: usize,
     /// The halves copied so far this octave.
     halves: u8,
-    points: CollectedPoints,
-    stats: DetectStats,
+    /// What the scan of the seam's two rows found.
+    found: ScanBand,
 }
 
 impl Seam {
     fn clear(&mut self) {
         self.halves = 0;
         self.rows_below = 0;
-        self.points.clear();
-        self.stats = DetectStats::default();
+        self.found.clear();
     }
 
     /// Copies `half` of seam row `row` of `fill`'s octave; the second half scans the seam's
@@ -464,8 +456,8 @@ impl Seam {
             view.scan_rows(
                 interval,
                 row - 1..row + 1,
-                &mut self.points,
-                &mut self.stats,
+                &mut self.found.points,
+                &mut self.found.stats,
             )?;
         }
         Ok(())
@@ -483,6 +475,14 @@ impl ScanBand {
     fn clear(&mut self) {
         self.points.clear();
         self.stats = DetectStats::default();
+    }
+
+    /// Offers the band's keypoints to `sink` and adds its counts to `stats`.
+    fn offer_to<S: KeypointSink>(&self, sink: &mut S, stats: &mut DetectStats) {
+        for &point in self.points.points() {
+            sink.offer(point);
+        }
+        stats.add_scan(&self.stats);
     }
 }
 

@@ -61,9 +61,9 @@ pub(super) fn compute<'t>(
         rows.chunks(band_rows * stride)
             .filter_map(|b| b.rchunks_exact(stride).next()),
     ) {
-        match above {
-            Some(above) => add_rows(carry, above, last_row),
-            None => carry.copy_from_slice(last_row),
+        carry.copy_from_slice(last_row);
+        if let Some(above) = above {
+            add_in_place(carry, above);
         }
         above = Some(carry);
     }
@@ -115,14 +115,7 @@ fn band_integral(band: &mut [u32], pixels: &[u8], width: usize) {
     }
 }
 
-/// `out = a + b`, word by word (wrapping, as the core's release build adds).
-fn add_rows(out: &mut [u32], a: &[u32], b: &[u32]) {
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = x.wrapping_add(y);
-    }
-}
-
-/// `row += carry`, word by word (wrapping).
+/// `row += carry`, word by word (wrapping, as the core's release build adds).
 fn add_in_place(row: &mut [u32], carry: &[u32]) {
     for (entry, &c) in row.iter_mut().zip(carry) {
         *entry = entry.wrapping_add(c);

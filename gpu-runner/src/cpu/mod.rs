@@ -431,7 +431,7 @@ mod tests {
 
     /// One, two and seven threads (more than this machine may have cores) give the same frame,
     /// bit for bit and in the same order: keypoints, descriptors and drop count, oriented and
-    /// upright, `f32` maps (the shared intervals moved in waves) and packed ones, with and
+    /// upright, `f32` maps (the shared intervals copied aside) and packed ones, with and
     /// without a cap that drops keypoints, frame after frame into the same `Features`.
     #[test]
     fn one_two_and_seven_threads_give_the_same_frame() {

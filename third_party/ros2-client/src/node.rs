@@ -132,7 +132,8 @@ pub struct Spinner {
   external_nodes: Arc<Mutex<BTreeMap<Gid, Vec<NodeEntitiesInfo>>>>,
   status_event_senders: Arc<Mutex<Vec<async_channel::Sender<NodeEvent>>>>,
 
-  sim_time: Arc<Mutex<ROSTime>>,
+  // surfcl patch: the node's clock, whose simulated time `/clock` sets.
+  clock: NodeClock,
   // surfcl patch: the node's `/clock` reader (rosgraph_msgs/msg/Clock), made by
   // `Node::spinner` so that the node lists it among its entities.
   clock_reader: Subscription<RosgraphClock>,
@@ -209,7 +210,7 @@ impl Spinner {
             Ok((RosgraphClock { clock },_msg_info)) => {
               // Simulated time is updated internally unconditionally.
               // The logic in Node decides if it is used.
-              *self.sim_time.lock().unwrap() = clock.into();
+              self.clock.set_simulated(clock.into());
             }
             Err(e) => warn!("Simulated clock receive error {e:?}")
           }
@@ -447,13 +448,9 @@ impl Spinner {
     );
   }
 
-  /// Simulation-aware current time, mirroring [`Node::time_now`].
+  /// Simulation-aware current time, as [`Node::time_now`] gives it.
   fn time_now(&self) -> ROSTime {
-    if self.parameters.use_sim_time() {
-      *self.sim_time.lock().unwrap()
-    } else {
-      ROSTime::now()
-    }
+    self.clock.now()
   }
 } // impl Spinner
 
@@ -475,6 +472,11 @@ impl NodeClock {
     } else {
       ROSTime::now()
     }
+  }
+
+  /// Sets the simulated time (from `/clock`), which `now` gives while `use_sim_time` is on.
+  fn set_simulated(&self, time: ROSTime) {
+    *self.sim_time.lock().unwrap() = time;
   }
 }
 
@@ -780,7 +782,7 @@ impl Node {
       writers_to_remote_readers: Arc::clone(&self.writers_to_remote_readers),
       external_nodes: Arc::clone(&self.external_nodes),
       status_event_senders: Arc::clone(&self.status_event_senders),
-      sim_time: Arc::clone(&self.sim_time),
+      clock: self.clock(),
       clock_reader,
       parameter_servers,
       parameter_events_writer: Arc::clone(&self.parameter_events_writer),
