@@ -1622,49 +1622,54 @@ impl Future for ReaderWait<'_> {
   fn poll(mut self: Pin<&mut Self>, cx: &mut task::Context<'_>) -> Poll<Self::Output> {
     match *self {
       ReaderWait::Ready => Poll::Ready(()),
-
       ReaderWait::Wait {
         this_writer,
         ref writers_to_remote_readers,
         ref mut status_event_stream,
-      } => {
-        debug!("wait_for_reader: Waiting for a reader.");
-        loop {
-          match status_event_stream.poll_next_unpin(cx) {
-            // A GraphEvent carries only the *remote* entity (see `crate::graph`
-            // docs), not which local writer it matched, so we cannot filter by
-            // identity here as the old `NodeEvent::DDS` match did. Instead,
-            // treat any newly-declared Subscription as a cue to re-check the
-            // (unchanged) `writers_to_remote_readers` map, which the Spinner
-            // updates from the raw DDS event before it is mapped to a
-            // GraphEvent.
-            Poll::Ready(Some(NodeEvent::Graph(GraphEvent::EntityDeclared(entity))))
-              if entity.kind == EntityKind::Subscription =>
-            {
-              if writers_to_remote_readers
-                .lock()
-                .unwrap()
-                .get(&this_writer)
-                .map(|readers| !readers.is_empty())
-                .unwrap_or(false)
-              {
-                debug!("wait_for_reader: Matched remote reader.");
-                return Poll::Ready(());
-              }
-              // Not (yet) for this_writer; keep polling.
-            }
-
-            Poll::Ready(_) => {
-              // Received something else, such as other event or error
-              debug!("wait_for_reader: other event. Continue polling.");
-              // So we do nothing but go to the next iteration.
-            }
-
-            Poll::Pending => return Poll::Pending,
-          }
-        }
-      }
+      } => poll_until_matched(this_writer, writers_to_remote_readers, status_event_stream, cx),
     }
+  }
+}
+
+/// surfcl patch: the poll of [`ReaderWait`] and [`WriterWait`]: ready once `local` has a
+/// matched remote entity in `matched` (which the Spinner updates from the raw DDS event before
+/// it sends any status event), or once the Spinner is gone.
+///
+/// Upstream re-checked the map only on an `EntityDeclared` event of the remote kind. The
+/// status channel holds 8 events and the Spinner drops what does not fit: when discovery
+/// brings a burst of events (several nodes starting at once), the match's own event could be
+/// the one dropped, and the wait then lasted until the next such event, possibly forever. Now
+/// every poll drains the channel (which installs the waker) and then reads the map, so a
+/// match made before the drain is seen now and one made after it wakes this task: the Spinner
+/// updates the map first and then sends, and a full channel means undrained events are left.
+/// A closed channel (the Spinner gone) used to spin this loop forever; it now ends the wait,
+/// as [`Node::wait_for_publisher`] does.
+fn poll_until_matched(
+  local: GUID,
+  matched: &Mutex<BTreeMap<GUID, BTreeSet<GUID>>>,
+  events: &mut stream::BoxStream<'_, NodeEvent>,
+  cx: &mut task::Context<'_>,
+) -> Poll<()> {
+  let spinner_gone = loop {
+    match events.poll_next_unpin(cx) {
+      Poll::Ready(Some(_event)) => {} // any event: the map is read below
+      Poll::Ready(None) => break true,
+      Poll::Pending => break false,
+    }
+  };
+  let is_matched = matched
+    .lock()
+    .unwrap()
+    .get(&local)
+    .is_some_and(|remote| !remote.is_empty());
+  if is_matched {
+    debug!("wait for {local:?}: matched");
+    Poll::Ready(())
+  } else if spinner_gone {
+    warn!("wait for {local:?}: the Spinner is gone; giving up the wait");
+    Poll::Ready(())
+  } else {
+    Poll::Pending
   }
 }
 
@@ -1694,59 +1699,113 @@ impl Future for WriterWait<'_> {
   fn poll(mut self: Pin<&mut Self>, cx: &mut task::Context<'_>) -> Poll<Self::Output> {
     match *self {
       WriterWait::Ready => Poll::Ready(()),
-
       WriterWait::Wait {
         this_reader,
         ref readers_to_remote_writers,
         ref mut status_event_stream,
-      } => {
-        debug!("wait_for_writer: Waiting for a writer.");
-        loop {
-          // We loop to pump events out of the stream until we get the desired
-          // event or "Pending". If we stop at the first event, then
-          // there is no waker installed and we are stuck.
-          match status_event_stream.poll_next_unpin(cx) {
-            // A GraphEvent carries only the *remote* entity (see `crate::graph`
-            // docs), not which local reader it matched, so we cannot filter by
-            // identity here as the old `NodeEvent::DDS` match did. Instead,
-            // treat any newly-declared Publisher as a cue to re-check the
-            // (unchanged) `readers_to_remote_writers` map, which the Spinner
-            // updates from the raw DDS event before it is mapped to a
-            // GraphEvent.
-            Poll::Ready(Some(NodeEvent::Graph(GraphEvent::EntityDeclared(entity))))
-              if entity.kind == EntityKind::Publisher =>
-            {
-              if readers_to_remote_writers
-                .lock()
-                .unwrap()
-                .get(&this_reader)
-                .map(|writers| !writers.is_empty())
-                .unwrap_or(false)
-              {
-                debug!("wait_for_writer: Matched remote writer.");
-                return Poll::Ready(());
-              }
-              // Not (yet) for this_reader; keep polling.
-            }
-
-            Poll::Ready(_) => {
-              // Received something else, such as other event or error
-              trace!("=== other writer. Continue polling.");
-              // No return, go to next iteration.
-            }
-
-            Poll::Pending => return Poll::Pending,
-          }
-        }
-      }
+      } => poll_until_matched(this_reader, readers_to_remote_writers, status_event_stream, cx),
     }
   }
 }
 
 #[cfg(test)]
 mod tests {
-  use super::{Node, NodeName};
-  use crate::{NodeOptions, context::Context, parameters::ParameterValue};
+  use std::{
+    collections::{BTreeMap, BTreeSet},
+    pin::pin,
+    sync::{Arc, Mutex},
+    task::{Context as TaskContext, Poll},
+  };
+
+  use futures::{Future, task::noop_waker_ref};
+  use rustdds::GUID;
+
+  use super::{Node, NodeEvent, NodeName, ReaderWait, WriterWait, guid_entity};
+  use crate::{
+    NodeOptions,
+    context::Context,
+    graph::{EntityKind, GraphEvent},
+    parameters::ParameterValue,
+  };
+
+  fn guid(n: u8) -> GUID {
+    GUID::from_bytes([n; 16])
+  }
+
+  fn declared(kind: EntityKind, n: u8) -> NodeEvent {
+    NodeEvent::Graph(GraphEvent::EntityDeclared(guid_entity(kind, guid(n))))
+  }
+
+  // surfcl patch 5: a burst of unrelated discovery events fills the status channel (8) and the
+  // Spinner drops the match's own event; the wait must still see the match in the map.
+  #[test]
+  fn waits_see_a_match_whose_event_was_dropped_from_a_full_channel() {
+    let (local, remote) = (guid(1), guid(2));
+    let matched = Arc::new(Mutex::new(BTreeMap::from([(local, BTreeSet::from([remote]))])));
+    let mut cx = TaskContext::from_waker(noop_waker_ref());
+    for reader_side in [true, false] {
+      let (sender, receiver) = async_channel::bounded(8);
+      // Events of the other kind only (the kind upstream ignored), up to the capacity.
+      let other = if reader_side {
+        EntityKind::Publisher
+      } else {
+        EntityKind::Subscription
+      };
+      for n in 0..8 {
+        sender.try_send(declared(other, 10 + n)).unwrap();
+      }
+      let events = Box::pin(receiver);
+      let ready = if reader_side {
+        pin!(ReaderWait::Wait {
+          this_writer: local,
+          writers_to_remote_readers: Arc::clone(&matched),
+          status_event_stream: events,
+        })
+        .poll(&mut cx)
+      } else {
+        pin!(WriterWait::Wait {
+          this_reader: local,
+          readers_to_remote_writers: Arc::clone(&matched),
+          status_event_stream: events,
+        })
+        .poll(&mut cx)
+      };
+      assert_eq!(ready, Poll::Ready(()), "reader side: {reader_side}");
+    }
+  }
+
+  #[test]
+  fn a_wait_without_a_match_pends_until_an_event_follows_the_match_and_ends_with_the_spinner() {
+    let (local, remote) = (guid(1), guid(2));
+    let matched = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut cx = TaskContext::from_waker(noop_waker_ref());
+    let (sender, receiver) = async_channel::bounded(8);
+    let mut wait = pin!(ReaderWait::Wait {
+      this_writer: local,
+      writers_to_remote_readers: Arc::clone(&matched),
+      status_event_stream: Box::pin(receiver),
+    });
+    sender.try_send(declared(EntityKind::Subscription, 3)).unwrap();
+    assert_eq!(wait.as_mut().poll(&mut cx), Poll::Pending, "a match of another writer");
+    matched
+      .lock()
+      .unwrap()
+      .insert(local, BTreeSet::from([remote]));
+    // Any event after the map update (here an unrelated one) lets the wait see the match.
+    sender.try_send(declared(EntityKind::Publisher, 4)).unwrap();
+    assert_eq!(wait.as_mut().poll(&mut cx), Poll::Ready(()));
+
+    // The Spinner gone (its senders dropped), the wait ends instead of spinning.
+    let (sender, receiver) = async_channel::bounded::<NodeEvent>(8);
+    let mut wait = pin!(WriterWait::Wait {
+      this_reader: guid(5),
+      readers_to_remote_writers: Arc::new(Mutex::new(BTreeMap::new())),
+      status_event_stream: Box::pin(receiver),
+    });
+    assert_eq!(wait.as_mut().poll(&mut cx), Poll::Pending);
+    drop(sender);
+    assert_eq!(wait.as_mut().poll(&mut cx), Poll::Ready(()));
+  }
 
   #[test]
   fn node_parameter_rules() {
