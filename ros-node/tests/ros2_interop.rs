@@ -588,12 +588,13 @@ fn type_hash_constants_equal_the_installed_rosidl_descriptions() {
 fn rclpy_reports_type_hashes(distro: &str, domain: &str) {
     require_distro(distro);
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Under `use_sim_time`, so that the node has its `/clock` reader (only then, as rclcpp).
     let stderr = rclpy_probe(
         distro,
         domain,
         "type_hashes.py",
         &[],
-        PROBE_NODE_ARGS,
+        "--param backend:=cpu --param use_sim_time:=true",
         Duration::from_secs(120),
     );
     assert!(
@@ -627,6 +628,25 @@ fn rclpy_kilted_use_sim_time_follows_the_clock_topic() {
         "sim_time.py",
         &[],
         "--param backend:=cpu --param use_sim_time:=true",
+        Duration::from_secs(120),
+    );
+}
+
+/// `use_sim_time` turned on and off at run time through the node's `set_parameters` service
+/// (as `ros2 param set` does), with Jazzy's rclpy: while it is off the node has no `/clock`
+/// reader (rclcpp and rclpy subscribe only while it is on) and stamps with the wall clock;
+/// turned on, it reads `/clock` and stamps with the simulated time; turned off again, its
+/// reader goes and its stamps are wall-clock time (`tests/ros2/sim_time.py --toggle`).
+#[test]
+fn rclpy_jazzy_use_sim_time_set_at_run_time_adds_and_removes_the_clock_reader() {
+    require_distro("jazzy");
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    rclpy_probe(
+        "jazzy",
+        "175",
+        "sim_time.py",
+        &["--toggle".as_ref()],
+        PROBE_NODE_ARGS,
         Duration::from_secs(120),
     );
 }

@@ -6,22 +6,56 @@ We publish `/clock` (`rosgraph_msgs/msg/Clock`, best effort with a depth of one,
 Checks: the graph has one type on `/clock`, `rosgraph_msgs/msg/Clock` (a reader of another type
 would add its own); the node's `/clock` reader belongs to the node and announces the type hash
 rosidl generated; the node's `/diagnostics` reports are stamped with the simulated time.
+
+With `--toggle` the node starts without `use_sim_time`, and the probe turns it on and off through
+the node's `set_parameters` service, as `ros2 param set` does. Checked besides: the node reads no
+`/clock` and stamps with the wall clock while it is off (rclcpp and rclpy subscribe to `/clock`
+only while it is on), and its reader is gone and its stamps are wall-clock time again once it is
+turned off (the node no longer owns a /clock reader).
 Prints one JSON line; exits non-zero with {"ok": false, "error": ...} at the first failure.
 """
+import argparse
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from probe import Failed, node_probe_main, spin_until
+from probe import Failed, run_probe, spin_for, spin_until
 from type_hashes import rosidl_hash
 
 SIM_START_S = 1_000_000
 
 
 def main():
-    return node_probe_main(__doc__, "surfcl_sim_time_probe", run)
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--node", default="surfcl_node")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--toggle", action="store_true",
+                    help="the node starts without use_sim_time; turn it on, then off")
+    return run_probe("surfcl_sim_time_probe", run, ap.parse_args())
+
+
+def set_use_sim_time(node, target, deadline, on):
+    """Sets the node's `use_sim_time` through its `set_parameters` service."""
+    client = node.create_client(SetParameters, f"{target}/set_parameters")
+    spin_until(node, deadline, client.service_is_ready, "the node's set_parameters service")
+    p = Parameter(name="use_sim_time",
+                  value=ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=on))
+    future = client.call_async(SetParameters.Request(parameters=[p]))
+    spin_until(node, deadline, future.done, "the reply of set_parameters")
+    node.destroy_client(client)
+    reply = future.result().results[0]
+    if not reply.successful:
+        raise Failed(f"use_sim_time:={on} refused: {reply.reason}")
+
+
+def wall_clock(stamp):
+    """Whether `stamp` (seconds) is the wall clock's time (within a minute)."""
+    return abs(stamp - time.time()) < 60
 
 
 def run(node, args, deadline, result):
@@ -46,6 +80,19 @@ def run(node, args, deadline, result):
         return [e for e in node.get_subscriptions_info_by_topic("/clock")
                 if e.node_name == args.node]
 
+    if args.toggle:
+        # Off: the node reads no /clock (we only publish there, so any reader is the node's;
+        # counted by topic, which does not wait for the node's entity list) and stamps with
+        # the wall clock. A second after its first report, a reader would be discovered.
+        spin_until(node, deadline, lambda: stamps, "a /diagnostics report")
+        spin_for(node, 1.0)
+        result["clock_readers_while_off"] = node.count_subscribers("/clock")
+        if node.count_subscribers("/clock"):
+            raise Failed("the node reads /clock without use_sim_time")
+        if not wall_clock(stamps[-1]):
+            raise Failed(f"a report without use_sim_time is stamped {stamps[-1]}, not wall time")
+        set_use_sim_time(node, args.node, deadline, True)
+
     spin_until(node, deadline, node_clock_readers, "the node's /clock reader in the graph")
     types = dict(node.get_topic_names_and_types())
     result["clock_types"] = types.get("/clock")
@@ -65,6 +112,19 @@ def run(node, args, deadline, result):
     spin_until(node, deadline, simulated, "a /diagnostics report stamped with /clock's time")
     result["diagnostics_stamps"] = [round(s, 1) for s in stamps[-3:]]
     result["simulated_now"] = round(sim["ns"] * 1e-9, 1)
+
+    if args.toggle:
+        set_use_sim_time(node, args.node, deadline, False)
+        # The node drops its reader and takes it off its entities. The DDS endpoint itself
+        # stays in Fast DDS's graph, owned by no node (RustDDS's dispose of a reader is not
+        # taken: see ros2-client's PATCHES.md, item 6), so the check is by owner.
+        spin_until(node, deadline, lambda: not node_clock_readers(),
+                   "the node's /clock reader to go after use_sim_time:=false")
+        result["clock_readers_after_off"] = node.count_subscribers("/clock")
+        since = len(stamps)
+        spin_until(node, deadline, lambda: any(wall_clock(s) for s in stamps[since:]),
+                   "a /diagnostics report stamped with the wall clock again")
+        result["stamp_after_off"] = round(stamps[-1], 1)
 
 
 if __name__ == "__main__":

@@ -311,6 +311,22 @@ impl Context {
     self.inner.lock().unwrap().remove_node(node_name);
   }
 
+  /// surfcl patch: what this context announces for the local node `node_fqn` (tests).
+  #[cfg(test)]
+  pub(crate) fn local_node_info(&self, node_fqn: &str) -> Option<NodeEntitiesInfo> {
+    self.inner.lock().unwrap().local_nodes.get(node_fqn).cloned()
+  }
+
+  /// surfcl patch: adds `reader` to (or, `present` false, takes it off) the entities of the
+  /// local node `node_fqn`, and announces them; nothing if the node is not known here.
+  pub(crate) fn set_node_reader(&self, node_fqn: &str, reader: Gid, present: bool) {
+    self
+      .inner
+      .lock()
+      .unwrap()
+      .set_node_reader(node_fqn, reader, present);
+  }
+
   fn get_ros_default_publisher(&self) -> rustdds::Publisher {
     self.inner.lock().unwrap().ros_default_publisher.clone()
   }
@@ -410,6 +426,18 @@ impl ContextInner {
     self
       .local_nodes
       .insert(node_info.fully_qualified_name(), node_info);
+    self.broadcast_node_infos();
+  }
+
+  fn set_node_reader(&mut self, node_fqn: &str, reader: Gid, present: bool) {
+    let Some(info) = self.local_nodes.get_mut(node_fqn) else {
+      return;
+    };
+    if present {
+      info.add_reader(reader);
+    } else {
+      info.remove_reader(reader);
+    }
     self.broadcast_node_infos();
   }
 

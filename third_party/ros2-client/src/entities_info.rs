@@ -95,6 +95,16 @@ impl NodeEntitiesInfo {
       self.reader_gid_seq.push(gid);
     }
   }
+
+  /// surfcl patch: takes a reader off the node's entities.
+  pub fn remove_reader(&mut self, gid: Gid) {
+    self.reader_gid_seq.retain(|r| *r != gid);
+  }
+
+  /// surfcl patch: the node's readers.
+  pub fn readers(&self) -> &[Gid] {
+    &self.reader_gid_seq
+  }
 }
 
 impl TryFrom<repr::NodeEntitiesInfo> for NodeEntitiesInfo {

@@ -20,11 +20,12 @@ use crate::{
   action_msgs, builtin_interfaces,
   context::Context,
   entities_info::{NodeEntitiesInfo, ParticipantEntitiesInfo},
-  error::{CreateError, CreateResult},
+  error::{CreateError, CreateResult, ReadResult},
   gid::Gid,
   graph::{EntityKind, GraphEntity, GraphEvent},
   log::Log,
   message::Message,
+  message_info::MessageInfo,
   names::*,
   node_options::NodeOptions,
   parameters::*,
@@ -134,9 +135,8 @@ pub struct Spinner {
 
   // surfcl patch: the node's clock, whose simulated time `/clock` sets.
   clock: NodeClock,
-  // surfcl patch: the node's `/clock` reader (rosgraph_msgs/msg/Clock), made by
-  // `Node::spinner` so that the node lists it among its entities.
-  clock_reader: Subscription<RosgraphClock>,
+  // surfcl patch: the node's `/clock` reader while `use_sim_time` is true.
+  clock_source: ClockSource,
 
   parameter_servers: Option<ParameterServers>,
   parameter_events_writer: Arc<Publisher<raw::ParameterEvent>>,
@@ -154,8 +154,68 @@ where
   }
 }
 
+/// surfcl patch: the Spinner's `/clock` reader (`rosgraph_msgs/msg/Clock`), made while
+/// `use_sim_time` is true and dropped when it turns false, as rclcpp's and rclpy's time sources
+/// subscribe only then (upstream always read `/clock`).
+struct ClockSource {
+  reader: Option<Subscription<RosgraphClock>>,
+  topic: Topic,
+  qos: QosProfile,
+  // The reader's GID, shared with the Node, which lists it among its entities.
+  reader_gid: Arc<Mutex<Option<Gid>>>,
+  // `Node::set_parameter` wakes the Spinner here after a change of `use_sim_time`.
+  wake_receiver: async_channel::Receiver<()>,
+  // The reader could not be made: not tried again until `use_sim_time` turns false.
+  refused: bool,
+}
+
+impl ClockSource {
+  /// The next `/clock` message, or never while there is no reader.
+  async fn next(&self) -> ReadResult<(RosgraphClock, MessageInfo)> {
+    match &self.reader {
+      Some(reader) => reader.async_take().await,
+      None => std::future::pending().await,
+    }
+  }
+
+  /// Makes the reader when `use_sim_time` has turned true, drops it when it has turned false,
+  /// and lists it among the entities of `node_fqn` (or takes it off). The GID's lock is held
+  /// across the update of the context's node info, which the Node also changes under that
+  /// lock.
+  fn sync(&mut self, parameters: &ParameterStore, context: &Context, node_fqn: &str) {
+    let wanted = parameters.use_sim_time();
+    if !wanted {
+      self.refused = false;
+    }
+    if wanted == self.reader.is_some() || self.refused {
+      return;
+    }
+    let mut gid = self.reader_gid.lock().unwrap();
+    if wanted {
+      match context.create_subscription::<RosgraphClock>(&self.topic, Some(self.qos.clone())) {
+        Ok(reader) => {
+          *gid = Some(reader.guid().into());
+          self.reader = Some(reader);
+        }
+        Err(e) => {
+          // The simulated time stays where it is until `use_sim_time` turns false and true.
+          error!("use_sim_time: cannot make the /clock reader: {e:?}");
+          self.refused = true;
+          return;
+        }
+      }
+    } else {
+      self.reader = None;
+    }
+    let changed = if wanted { *gid } else { gid.take() };
+    if let Some(changed) = changed {
+      context.set_node_reader(node_fqn, changed, wanted);
+    }
+  }
+}
+
 impl Spinner {
-  pub async fn spin(self) -> CreateResult<()> {
+  pub async fn spin(mut self) -> CreateResult<()> {
     info!("Starting Spinner for {}", self.fully_qualified_node_name);
     let dds_status_listener = self.ros_context.domain_participant().status_listener();
     let dds_status_stream = dds_status_listener.as_async_status_stream();
@@ -167,9 +227,6 @@ impl Spinner {
       .create_subscription::<ParticipantEntitiesInfo>(&ros_discovery_topic, None)?;
     let ros_discovery_stream = ros_discovery_reader.async_stream();
     pin_mut!(ros_discovery_stream);
-
-    let ros_clock_stream = self.clock_reader.async_stream();
-    pin_mut!(ros_clock_stream);
 
     // These are Option< impl Stream<_>>
     let mut get_parameters_stream_opt = self
@@ -200,12 +257,21 @@ impl Spinner {
     info!("Spinner {} initialized", self.fully_qualified_node_name);
 
     loop {
+      self.clock_source.sync(&self.parameters, &self.ros_context, &self.fully_qualified_node_name);
       futures::select! {
         _ = self.stop_spin_receiver.recv().fuse() => {
           break;
         }
 
-        clock_msg = ros_clock_stream.select_next_some() => {
+        // `use_sim_time` changed through `Node::set_parameter`: the loop's next turn makes or
+        // drops the `/clock` reader. Closed: the Node is gone.
+        wake = self.clock_source.wake_receiver.recv().fuse() => {
+          if wake.is_err() {
+            break;
+          }
+        }
+
+        clock_msg = self.clock_source.next().fuse() => {
           match clock_msg {
             Ok((RosgraphClock { clock },_msg_info)) => {
               // Simulated time is updated internally unconditionally.
@@ -584,6 +650,11 @@ pub struct Node {
 
   // simulated ROSTime, used when the `use_sim_time` parameter is true
   sim_time: Arc<Mutex<ROSTime>>,
+
+  // surfcl patch: the GID of the Spinner's `/clock` reader while it has one (see
+  // `ClockSource::sync`), and the channel that tells it `use_sim_time` changed.
+  clock_reader_gid: Arc<Mutex<Option<Gid>>>,
+  clock_wake_sender: Option<async_channel::Sender<()>>,
 }
 
 impl Node {
@@ -627,6 +698,8 @@ impl Node {
       parameter_events_writer: Arc::new(parameter_events_writer),
       parameters: Arc::new(parameters),
       sim_time: Arc::new(Mutex::new(ROSTime::ZERO)),
+      clock_reader_gid: Arc::new(Mutex::new(None)),
+      clock_wake_sender: None,
     };
 
     node.suppress_node_info_updates(true);
@@ -771,7 +844,9 @@ impl Node {
       MessageTypeName::new("rosgraph_msgs", "Clock").with_type_hash(builtin::CLOCK),
       &clock_qos,
     )?;
-    let clock_reader = self.create_subscription::<RosgraphClock>(&clock_topic, Some(clock_qos))?;
+    // The reader itself is made by the Spinner while `use_sim_time` is true.
+    let (clock_wake_sender, clock_wake_receiver) = async_channel::bounded(1);
+    self.clock_wake_sender = Some(clock_wake_sender);
 
     self.suppress_node_info_updates(false);
 
@@ -783,7 +858,14 @@ impl Node {
       external_nodes: Arc::clone(&self.external_nodes),
       status_event_senders: Arc::clone(&self.status_event_senders),
       clock: self.clock(),
-      clock_reader,
+      clock_source: ClockSource {
+        reader: None,
+        topic: clock_topic,
+        qos: clock_qos,
+        reader_gid: Arc::clone(&self.clock_reader_gid),
+        wake_receiver: clock_wake_receiver,
+        refused: false,
+      },
       parameter_servers,
       parameter_events_writer: Arc::clone(&self.parameter_events_writer),
       parameters: Arc::clone(&self.parameters),
@@ -824,22 +906,35 @@ impl Node {
 
     // Send updates when suppression ends
     if !suppress {
-      self.ros_context.update_node(self.generate_node_info());
+      self.publish_node_info();
     }
   }
 
   fn add_reader(&mut self, reader: Gid) {
     self.readers.insert(reader);
     if !self.suppress_node_info_updates {
-      self.ros_context.update_node(self.generate_node_info());
+      self.publish_node_info();
     }
   }
 
   fn add_writer(&mut self, writer: Gid) {
     self.writers.insert(writer);
     if !self.suppress_node_info_updates {
-      self.ros_context.update_node(self.generate_node_info());
+      self.publish_node_info();
     }
+  }
+
+  /// surfcl patch: the node's entities, with the Spinner's `/clock` reader if it has one, to
+  /// the context. The reader's lock is held across the update, so that a reader the Spinner
+  /// makes or drops meanwhile is neither lost nor listed after it is gone.
+  fn publish_node_info(&mut self) {
+    let clock_reader_gid = Arc::clone(&self.clock_reader_gid);
+    let clock_reader = clock_reader_gid.lock().unwrap();
+    let mut info = self.generate_node_info();
+    if let Some(gid) = *clock_reader {
+      info.add_reader(gid);
+    }
+    self.ros_context.update_node(info);
   }
 
   pub fn namespace(&self) -> &str {
@@ -879,6 +974,13 @@ impl Node {
   pub fn set_parameter(&self, name: &str, value: ParameterValue) -> Result<(), String> {
     let changes = self.parameters.set(name, value)?;
     self.publish_parameter_changes(changes);
+    // surfcl patch: the Spinner makes or drops the `/clock` reader (a full channel already
+    // holds a wake-up).
+    if name == ParameterStore::USE_SIM_TIME {
+      if let Some(wake) = &self.clock_wake_sender {
+        let _ = wake.try_send(());
+      }
+    }
     Ok(())
   }
 
@@ -1724,8 +1826,11 @@ mod tests {
   use crate::{
     NodeOptions,
     context::Context,
+    gid::Gid,
     graph::{EntityKind, GraphEvent},
+    names::{MessageTypeName, Name},
     parameters::ParameterValue,
+    qos::QosProfile,
   };
 
   fn guid(n: u8) -> GUID {
@@ -1805,6 +1910,71 @@ mod tests {
     assert_eq!(wait.as_mut().poll(&mut cx), Poll::Pending);
     drop(sender);
     assert_eq!(wait.as_mut().poll(&mut cx), Poll::Ready(()));
+  }
+
+  /// Waits (at most 5 s) until `f` gives `Some`.
+  fn eventually<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+      if let Some(v) = f() {
+        return Some(v);
+      }
+      if std::time::Instant::now() > deadline {
+        return None;
+      }
+      std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+  }
+
+  // surfcl patch: the `/clock` reader exists, and is listed among the node's entities, only
+  // while `use_sim_time` is true, as with rclcpp's time source.
+  #[test]
+  fn the_clock_reader_exists_only_while_use_sim_time_is_true() {
+    let context = Context::new().unwrap();
+    let mut node = Node::new(
+      NodeName::new("/", "sim_clock").unwrap(),
+      NodeOptions::new().enable_rosout(false),
+      context.clone(),
+    )
+    .unwrap();
+    let spinner = node.spinner().unwrap();
+    let spin = std::thread::spawn(move || smol::block_on(spinner.spin()));
+    let fqn = node.fully_qualified_name();
+    let listed = |gid: Gid| {
+      context
+        .local_node_info(&fqn)
+        .is_some_and(|info| info.readers().contains(&gid))
+    };
+    let clock_gid = |node: &Node| *node.clock_reader_gid.lock().unwrap();
+
+    // The spinner has run its first turn once the parameter services are announced.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(clock_gid(&node), None, "a /clock reader without use_sim_time");
+
+    node
+      .set_parameter("use_sim_time", ParameterValue::Boolean(true))
+      .unwrap();
+    let gid = eventually(|| clock_gid(&node)).expect("no /clock reader under use_sim_time");
+    assert!(listed(gid), "the /clock reader is not among the node's entities");
+    // A later entity of the node republishes its entities: the reader stays listed.
+    let topic = node
+      .create_topic(
+        &Name::new("/", "other").unwrap(),
+        MessageTypeName::new("std_msgs", "String"),
+        &QosProfile::default(),
+      )
+      .unwrap();
+    let _other = node.create_subscription::<String>(&topic, None).unwrap();
+    assert!(listed(gid), "the node's next update lost the /clock reader");
+
+    node
+      .set_parameter("use_sim_time", ParameterValue::Boolean(false))
+      .unwrap();
+    eventually(|| clock_gid(&node).is_none().then_some(())).expect("the /clock reader stayed");
+    assert!(!listed(gid), "the dropped /clock reader is still listed");
+
+    drop(node);
+    spin.join().unwrap().unwrap();
   }
 
   #[test]
