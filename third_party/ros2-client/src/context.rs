@@ -314,7 +314,13 @@ impl Context {
   /// surfcl patch: what this context announces for the local node `node_fqn` (tests).
   #[cfg(test)]
   pub(crate) fn local_node_info(&self, node_fqn: &str) -> Option<NodeEntitiesInfo> {
-    self.inner.lock().unwrap().local_nodes.get(node_fqn).cloned()
+    self
+      .inner
+      .lock()
+      .unwrap()
+      .local_nodes
+      .get(node_fqn)
+      .cloned()
   }
 
   /// surfcl patch: adds `reader` to (or, `present` false, takes it off) the entities of the

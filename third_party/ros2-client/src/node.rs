@@ -257,7 +257,11 @@ impl Spinner {
     info!("Spinner {} initialized", self.fully_qualified_node_name);
 
     loop {
-      self.clock_source.sync(&self.parameters, &self.ros_context, &self.fully_qualified_node_name);
+      self.clock_source.sync(
+        &self.parameters,
+        &self.ros_context,
+        &self.fully_qualified_node_name,
+      );
       futures::select! {
         _ = self.stop_spin_receiver.recv().fuse() => {
           break;
@@ -1728,7 +1732,12 @@ impl Future for ReaderWait<'_> {
         this_writer,
         ref writers_to_remote_readers,
         ref mut status_event_stream,
-      } => poll_until_matched(this_writer, writers_to_remote_readers, status_event_stream, cx),
+      } => poll_until_matched(
+        this_writer,
+        writers_to_remote_readers,
+        status_event_stream,
+        cx,
+      ),
     }
   }
 }
@@ -1805,7 +1814,12 @@ impl Future for WriterWait<'_> {
         this_reader,
         ref readers_to_remote_writers,
         ref mut status_event_stream,
-      } => poll_until_matched(this_reader, readers_to_remote_writers, status_event_stream, cx),
+      } => poll_until_matched(
+        this_reader,
+        readers_to_remote_writers,
+        status_event_stream,
+        cx,
+      ),
     }
   }
 }
@@ -1846,7 +1860,10 @@ mod tests {
   #[test]
   fn waits_see_a_match_whose_event_was_dropped_from_a_full_channel() {
     let (local, remote) = (guid(1), guid(2));
-    let matched = Arc::new(Mutex::new(BTreeMap::from([(local, BTreeSet::from([remote]))])));
+    let matched = Arc::new(Mutex::new(BTreeMap::from([(
+      local,
+      BTreeSet::from([remote]),
+    )])));
     let mut cx = TaskContext::from_waker(noop_waker_ref());
     for reader_side in [true, false] {
       let (sender, receiver) = async_channel::bounded(8);
@@ -1890,8 +1907,14 @@ mod tests {
       writers_to_remote_readers: Arc::clone(&matched),
       status_event_stream: Box::pin(receiver),
     });
-    sender.try_send(declared(EntityKind::Subscription, 3)).unwrap();
-    assert_eq!(wait.as_mut().poll(&mut cx), Poll::Pending, "a match of another writer");
+    sender
+      .try_send(declared(EntityKind::Subscription, 3))
+      .unwrap();
+    assert_eq!(
+      wait.as_mut().poll(&mut cx),
+      Poll::Pending,
+      "a match of another writer"
+    );
     matched
       .lock()
       .unwrap()
@@ -1949,13 +1972,20 @@ mod tests {
 
     // The spinner has run its first turn once the parameter services are announced.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(clock_gid(&node), None, "a /clock reader without use_sim_time");
+    assert_eq!(
+      clock_gid(&node),
+      None,
+      "a /clock reader without use_sim_time"
+    );
 
     node
       .set_parameter("use_sim_time", ParameterValue::Boolean(true))
       .unwrap();
     let gid = eventually(|| clock_gid(&node)).expect("no /clock reader under use_sim_time");
-    assert!(listed(gid), "the /clock reader is not among the node's entities");
+    assert!(
+      listed(gid),
+      "the /clock reader is not among the node's entities"
+    );
     // A later entity of the node republishes its entities: the reader stays listed.
     let topic = node
       .create_topic(
@@ -1987,24 +2017,18 @@ mod tests {
     .unwrap();
 
     assert!(node.set_parameter("p", ParameterValue::Integer(2)).is_ok());
-    assert!(
-      node
-        .set_parameter("p", ParameterValue::Double(2.0))
-        .is_err()
-    );
+    assert!(node
+      .set_parameter("p", ParameterValue::Double(2.0))
+      .is_err());
     assert!(node.set_parameter("q", ParameterValue::Integer(1)).is_err());
-    assert!(
-      node
-        .set_parameter("use_sim_time", ParameterValue::Integer(1))
-        .is_err()
-    );
+    assert!(node
+      .set_parameter("use_sim_time", ParameterValue::Integer(1))
+      .is_err());
 
     // With simulated time on and no /clock received, time stays at zero.
-    assert!(
-      node
-        .set_parameter("use_sim_time", ParameterValue::Boolean(true))
-        .is_ok()
-    );
+    assert!(node
+      .set_parameter("use_sim_time", ParameterValue::Boolean(true))
+      .is_ok());
     assert_eq!(node.time_now(), crate::ROSTime::ZERO);
 
     assert!(node.set_parameter("p", ParameterValue::NotSet).is_ok());
@@ -2021,11 +2045,9 @@ mod tests {
     .unwrap();
     assert!(node.allow_undeclared_parameters());
     assert!(node.set_parameter("q", ParameterValue::Integer(1)).is_ok());
-    assert!(
-      node
-        .set_parameter("q", ParameterValue::String("x".into()))
-        .is_ok()
-    );
+    assert!(node
+      .set_parameter("q", ParameterValue::String("x".into()))
+      .is_ok());
   }
 
   #[test]

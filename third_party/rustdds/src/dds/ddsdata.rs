@@ -20,6 +20,10 @@ pub enum DDSData {
   DisposeByKey {
     change_kind: ChangeKind,
     key: SerializedPayload,
+    // surfcl patch: the key's hash, sent in the inline QoS beside the serialized key when
+    // known. Fast DDS takes a disposed instance only from PID_KEY_HASH: without it, a
+    // dispose of a discovery endpoint was not applied and the endpoint stayed in its graph.
+    key_hash: Option<KeyHash>,
   },
   DisposeByKeyHash {
     change_kind: ChangeKind,
@@ -32,7 +36,24 @@ impl DDSData {
     Self::Data { serialized_payload }
   }
   pub fn new_disposed_by_key(change_kind: ChangeKind, key: SerializedPayload) -> Self {
-    Self::DisposeByKey { change_kind, key }
+    Self::DisposeByKey {
+      change_kind,
+      key,
+      key_hash: None,
+    }
+  }
+
+  /// surfcl patch: a dispose by `key` that also carries the key's hash (PID_KEY_HASH).
+  pub fn new_disposed_by_key_with_hash(
+    change_kind: ChangeKind,
+    key: SerializedPayload,
+    key_hash: KeyHash,
+  ) -> Self {
+    Self::DisposeByKey {
+      change_kind,
+      key,
+      key_hash: Some(key_hash),
+    }
   }
 
   pub fn new_disposed_by_key_hash(change_kind: ChangeKind, key_hash: KeyHash) -> Self {

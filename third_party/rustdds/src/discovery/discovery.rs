@@ -2510,7 +2510,7 @@ mod tests {
 
   // SEDP sample disposing an endpoint
   fn sedp_dispose(endpoint: GUID) -> DDSData {
-    DDSData::new_disposed_by_key(
+    DDSData::new_disposed_by_key_with_hash(
       ChangeKind::NotAliveDisposed,
       SerializedPayload::new_from_bytes(
         RepresentationIdentifier::PL_CDR_LE,
@@ -2518,6 +2518,7 @@ mod tests {
           .to_pl_cdr_bytes(RepresentationIdentifier::PL_CDR_LE)
           .unwrap(),
       ),
+      crate::dds::key::Key::hash_key(&Endpoint_GUID(endpoint), false),
     )
   }
 

@@ -278,7 +278,13 @@ impl MessageBuilder {
     match cache_change.data_value {
       DDSData::Data { .. } => (), // data sample, not dispose
 
-      DDSData::DisposeByKey { .. } => {
+      DDSData::DisposeByKey { key_hash, .. } => {
+        if let Some(key_hash) = key_hash {
+          param_list.push(Parameter {
+            parameter_id: ParameterId::PID_KEY_HASH,
+            value: key_hash.to_vec(),
+          });
+        }
         param_list.push(Parameter::create_pid_status_info_parameter(
           /* disposed */ true, /* unregistered */ true, /* filtered */ false,
         ));
@@ -969,6 +975,80 @@ mod tests {
       .unwrap();
     let fast_multi = multi.write_to_vec_fast(Endianness::LittleEndian).unwrap();
     assert_eq!(generic_multi, fast_multi);
+  }
+
+  // surfcl patch: a dispose by key carries the key's hash in the inline QoS, where Fast DDS
+  // looks for the disposed instance (the GUID itself, for a discovery endpoint).
+  #[test]
+  fn a_dispose_by_key_sends_the_key_hash_and_the_status_inline() {
+    use crate::{
+      dds::{key::Key, with_key::datawriter::WriteOptions},
+      discovery::sedp_messages::Endpoint_GUID,
+      messages::submessages::elements::{
+        inline_qos::InlineQos, serialized_payload::SerializedPayload,
+      },
+      serialization::pl_cdr_adapters::PlCdrSerialize,
+      structure::{cache_change::ChangeKind, guid::EntityKind},
+      RepresentationIdentifier,
+    };
+    let endpoint = GUID::dummy_test_guid(EntityKind::READER_NO_KEY_USER_DEFINED);
+    let key = Endpoint_GUID(endpoint)
+      .to_pl_cdr_bytes(RepresentationIdentifier::PL_CDR_LE)
+      .unwrap();
+    let data = |with_hash: bool| {
+      let payload =
+        SerializedPayload::new_from_bytes(RepresentationIdentifier::PL_CDR_LE, key.clone());
+      if with_hash {
+        DDSData::new_disposed_by_key_with_hash(
+          ChangeKind::NotAliveDisposed,
+          payload,
+          Endpoint_GUID(endpoint).hash_key(false),
+        )
+      } else {
+        DDSData::new_disposed_by_key(ChangeKind::NotAliveDisposed, payload)
+      }
+    };
+    for with_hash in [true, false] {
+      let change = CacheChange::new(
+        GUID::dummy_test_guid(EntityKind::WRITER_WITH_KEY_BUILT_IN),
+        SequenceNumber::new(1),
+        WriteOptions::from(None),
+        data(with_hash),
+      );
+      let message = MessageBuilder::new()
+        .data_msg(
+          &change,
+          EntityId::UNKNOWN,
+          change.writer_guid,
+          Endianness::LittleEndian,
+          None,
+        )
+        .add_header_and_build(GuidPrefix::UNKNOWN);
+      let inline_qos = message
+        .submessages
+        .iter()
+        .find_map(|s| match &s.body {
+          SubmessageBody::Writer(WriterSubmessage::Data(d, _)) => d.inline_qos.clone(),
+          _ => None,
+        })
+        .expect("a DATA submessage with inline QoS");
+      let sent = InlineQos::key_hash(&inline_qos).unwrap();
+      let status = inline_qos
+        .parameters
+        .iter()
+        .any(|p| p.parameter_id == ParameterId::PID_STATUS_INFO);
+      assert!(status, "no status info (with hash: {with_hash})");
+      if with_hash {
+        let endpoint_bytes = endpoint.to_bytes().to_vec();
+        assert_eq!(
+          sent.map(|h| h.to_vec()),
+          Some(endpoint_bytes),
+          "the GUID as key hash"
+        );
+      } else {
+        assert_eq!(sent, None);
+      }
+    }
   }
 
   #[test]

@@ -13,6 +13,7 @@ use crate::{
   dds::{
     adapters::with_key::SerializerAdapter,
     ddsdata::DDSData,
+    key::Key,
     pubsub::Publisher,
     qos::{
       policy::{Liveliness, Reliability},
@@ -823,9 +824,10 @@ where
       data: (),
     })?; // serialize key
 
-    let ddsdata = DDSData::new_disposed_by_key(
+    let ddsdata = DDSData::new_disposed_by_key_with_hash(
       ChangeKind::NotAliveDisposed,
       SerializedPayload::new_from_bytes(SA::output_encoding(), send_buffer),
+      key.hash_key(false),
     );
     let timeout = self.qos().reliable_max_blocking_time().map(|d| d.to_std());
     match self
