@@ -108,6 +108,10 @@ fn cli_keypoints_json(image: &Path) -> PathBuf {
 /// The node's arguments in the rclpy probes: the CPU backend.
 const PROBE_NODE_ARGS: &str = "--param backend:=cpu";
 
+/// [`PROBE_NODE_ARGS`] under `use_sim_time`, with which the node reads `/clock` (only then, as
+/// rclcpp).
+const SIM_TIME_NODE_ARGS: &str = "--param backend:=cpu --param use_sim_time:=true";
+
 /// Runs the rclpy probe `script` (in `tests/ros2`, with `args`) beside the node (started with
 /// `node_args`) with `distro`'s ROS 2 in a private namespace (`run-netns.sh`, ROS domain
 /// `domain`), within `limit`; panics unless the probe reports `"ok": true` and the node exits
@@ -588,13 +592,13 @@ fn type_hash_constants_equal_the_installed_rosidl_descriptions() {
 fn rclpy_reports_type_hashes(distro: &str, domain: &str) {
     require_distro(distro);
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // Under `use_sim_time`, so that the node has its `/clock` reader (only then, as rclcpp).
+    // Under `use_sim_time`, so that the node has its `/clock` reader.
     let stderr = rclpy_probe(
         distro,
         domain,
         "type_hashes.py",
         &[],
-        "--param backend:=cpu --param use_sim_time:=true",
+        SIM_TIME_NODE_ARGS,
         Duration::from_secs(120),
     );
     assert!(
@@ -627,7 +631,7 @@ fn rclpy_kilted_use_sim_time_follows_the_clock_topic() {
         "173",
         "sim_time.py",
         &[],
-        "--param backend:=cpu --param use_sim_time:=true",
+        SIM_TIME_NODE_ARGS,
         Duration::from_secs(120),
     );
 }

@@ -22,8 +22,8 @@ from sensor_msgs.msg import Image
 from surfcl_msgs.msg import KeypointArray
 
 from latency import read_pgm, tiled
-from probe import (Failed, mono8_image, outputs_and_input_matched, run_probe, spin_for,
-                   spin_until)
+from probe import (Failed, call_service, mono8_image, outputs_and_input_matched, run_probe,
+                   spin_for, spin_until)
 
 
 def main():
@@ -99,12 +99,7 @@ def run(node, args, deadline, result):
 
     # Parameters through the standard services.
     def call(srv_type, service, request):
-        client = node.create_client(srv_type, f"{target}/{service}")
-        spin_until(node, deadline, client.service_is_ready, f"service {service}")
-        future = client.call_async(request)
-        spin_until(node, deadline, future.done, f"reply of {service}")
-        node.destroy_client(client)
-        return future.result()
+        return call_service(node, deadline, srv_type, f"{target}/{service}", request)
 
     names = call(ListParameters, "list_parameters", ListParameters.Request()).result.names
     result["parameters"] = len(names)

@@ -36,13 +36,26 @@ def run_probe(node_name, run, args):
         rclpy.shutdown()
 
 
-def node_probe_main(description, node_name, run):
-    """The `main` of a probe that takes only `--node` (the surfcl node's name) and `--timeout`:
-    parses them and runs `run` as `node_name` (`run_probe`)."""
+def node_probe_main(description, node_name, run, add_arguments=None):
+    """The `main` of a probe that takes `--node` (the surfcl node's name), `--timeout` and what
+    `add_arguments(parser)` adds: parses them and runs `run` as `node_name` (`run_probe`)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--node", default="surfcl_node")
     ap.add_argument("--timeout", type=float, default=60.0)
+    if add_arguments is not None:
+        add_arguments(ap)
     return run_probe(node_name, run, ap.parse_args())
+
+
+def call_service(node, deadline, srv_type, name, request):
+    """Calls the service `name` once it is ready and returns its reply; raises `Failed` past
+    the deadline."""
+    client = node.create_client(srv_type, name)
+    spin_until(node, deadline, client.service_is_ready, f"service {name}")
+    future = client.call_async(request)
+    spin_until(node, deadline, future.done, f"reply of {name}")
+    node.destroy_client(client)
+    return future.result()
 
 
 def spin_until(node, deadline, done, what):

@@ -14,7 +14,6 @@ only while it is on), and its reader is gone and its stamps are wall-clock time 
 turned off (no /clock reader in the graph, none owned by the node).
 Prints one JSON line; exits non-zero with {"ok": false, "error": ...} at the first failure.
 """
-import argparse
 import sys
 import time
 
@@ -24,31 +23,26 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from probe import Failed, run_probe, spin_for, spin_until
+from probe import Failed, call_service, node_probe_main, spin_for, spin_until
 from type_hashes import rosidl_hash
 
 SIM_START_S = 1_000_000
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--node", default="surfcl_node")
-    ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--toggle", action="store_true",
-                    help="the node starts without use_sim_time; turn it on, then off")
-    return run_probe("surfcl_sim_time_probe", run, ap.parse_args())
+    def toggle(ap):
+        ap.add_argument("--toggle", action="store_true",
+                        help="the node starts without use_sim_time; turn it on, then off")
+
+    return node_probe_main(__doc__, "surfcl_sim_time_probe", run, toggle)
 
 
 def set_use_sim_time(node, target, deadline, on):
     """Sets the node's `use_sim_time` through its `set_parameters` service."""
-    client = node.create_client(SetParameters, f"{target}/set_parameters")
-    spin_until(node, deadline, client.service_is_ready, "the node's set_parameters service")
     p = Parameter(name="use_sim_time",
                   value=ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=on))
-    future = client.call_async(SetParameters.Request(parameters=[p]))
-    spin_until(node, deadline, future.done, "the reply of set_parameters")
-    node.destroy_client(client)
-    reply = future.result().results[0]
+    reply = call_service(node, deadline, SetParameters, f"{target}/set_parameters",
+                         SetParameters.Request(parameters=[p])).results[0]
     if not reply.successful:
         raise Failed(f"use_sim_time:={on} refused: {reply.reason}")
 

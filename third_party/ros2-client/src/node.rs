@@ -1038,13 +1038,7 @@ impl Node {
     // missed.
     let status_receiver = self.status_receiver();
 
-    let already_present = self
-      .readers_to_remote_writers
-      .lock()
-      .unwrap()
-      .get(&reader)
-      .map(|writers| !writers.is_empty()) // there is someone matched
-      .unwrap_or(false); // we do not even know the reader
+    let already_present = has_match(&self.readers_to_remote_writers, reader);
 
     match (already_present, status_receiver) {
       (true, _) => WriterWait::Ready,
@@ -1068,13 +1062,7 @@ impl Node {
     // missed.
     let status_receiver = self.status_receiver();
 
-    let already_present = self
-      .writers_to_remote_readers
-      .lock()
-      .unwrap()
-      .get(&writer)
-      .map(|readers| !readers.is_empty()) // there is someone matched
-      .unwrap_or(false); // we do not even know who is asking
+    let already_present = has_match(&self.writers_to_remote_readers, writer);
 
     match (already_present, status_receiver) {
       (true, _) => {
@@ -1742,6 +1730,16 @@ impl Future for ReaderWait<'_> {
   }
 }
 
+/// Whether the local reader or writer `local` has a matched remote entity in `matched` (not
+/// when `local` is not known there).
+fn has_match(matched: &Mutex<BTreeMap<GUID, BTreeSet<GUID>>>, local: GUID) -> bool {
+  matched
+    .lock()
+    .unwrap()
+    .get(&local)
+    .is_some_and(|remote| !remote.is_empty())
+}
+
 /// surfcl patch: the poll of [`ReaderWait`] and [`WriterWait`]: ready once `local` has a
 /// matched remote entity in `matched` (which the Spinner updates from the raw DDS event before
 /// it sends any status event), or once the Spinner is gone.
@@ -1768,12 +1766,7 @@ fn poll_until_matched(
       Poll::Pending => break false,
     }
   };
-  let is_matched = matched
-    .lock()
-    .unwrap()
-    .get(&local)
-    .is_some_and(|remote| !remote.is_empty());
-  if is_matched {
+  if has_match(matched, local) {
     debug!("wait for {local:?}: matched");
     Poll::Ready(())
   } else if spinner_gone {
